@@ -228,6 +228,16 @@ LATTE_API latte_status latte_mla_workspace_size(latte_mla_plan plan, int64_t bat
 LATTE_API latte_status latte_mla_run(latte_mla_plan plan, const latte_mla_run_args *args, void *workspace,
                                      size_t workspace_bytes, latte_stream_t stream);
 
+/* Profiling (latte-bench's phase breakdown): latte_mla_run that also records CUDA events (cudaEvent_t,
+ * passed as void*) on `stream` between its phases; NULL entries are skipped. CUDA backend only.
+ *   events[0] start   [1] after the down-projections and the cache append
+ *   [2] after the up-projection, rope and W_UK absorption   [3] after the split-KV attention
+ *   [4] after the combine   [5] after W_UV and the output projection (end) */
+#define LATTE_MLA_N_PHASE_EVENTS 6
+LATTE_API latte_status latte_mla_run_with_events(latte_mla_plan plan, const latte_mla_run_args *args, void *workspace,
+                                                 size_t workspace_bytes, latte_stream_t stream,
+                                                 void *const events[LATTE_MLA_N_PHASE_EVENTS]);
+
 /* Number of sequences rejected for an out-of-range length by runs of this plan since the last
  * reset. Synchronizes `stream` (not for use inside a captured graph). reset != 0 zeroes it. */
 LATTE_API latte_status latte_mla_plan_bad_lengths(latte_mla_plan plan, int64_t *count, int reset,

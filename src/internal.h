@@ -97,8 +97,10 @@ LATTE_INTERNAL latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *pl
 LATTE_INTERNAL void latte_cuda_mla_plan_free(struct latte_mla_plan_s *plan);
 LATTE_INTERNAL size_t latte_cuda_mla_workspace_size(const struct latte_mla_plan_s *plan, int64_t batch,
                                                     int64_t max_cache_len);
+/* events: NULL, or LATTE_MLA_N_PHASE_EVENTS cudaEvent_t (entries may be NULL) recorded between phases */
 LATTE_INTERNAL latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const latte_mla_run_args *a,
-                                               void *workspace, size_t workspace_bytes, latte_stream_t stream);
+                                               void *workspace, size_t workspace_bytes, latte_stream_t stream,
+                                               void *const *events);
 LATTE_INTERNAL latte_status latte_cuda_mla_bad_lengths(struct latte_mla_plan_s *plan, int64_t *count, int reset,
                                                        latte_stream_t stream);
 

@@ -140,8 +140,8 @@ latte_status latte_mla_workspace_size(latte_mla_plan plan, int64_t batch, int64_
     return latte_clear_error();
 }
 
-latte_status latte_mla_run(latte_mla_plan plan, const latte_mla_run_args *args, void *workspace, size_t workspace_bytes,
-                           latte_stream_t stream) {
+static latte_status mla_run(latte_mla_plan plan, const latte_mla_run_args *args, void *workspace, size_t workspace_bytes,
+                            latte_stream_t stream, void *const *events) {
     latte_status st;
     if (!plan) return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT, "plan: null");
     if (!args) return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT, "args: null pointer");
@@ -204,9 +204,23 @@ latte_status latte_mla_run(latte_mla_plan plan, const latte_mla_run_args *args, 
                                "workspace: %zu bytes given, %zu needed for batch %lld, max_cache_len %lld", workspace_bytes,
                                need, (long long)a.batch, (long long)a.max_cache_len);
     if (need > 0 && (st = check_pointer(workspace, "workspace", be, 256))) return st;
-    st = cuda ? latte_cuda_mla_run(plan, &a, workspace, workspace_bytes, stream)
+    st = cuda ? latte_cuda_mla_run(plan, &a, workspace, workspace_bytes, stream, events)
               : latte_cpu_mla_run(plan, &a, workspace, workspace_bytes);
     return st ? st : latte_clear_error();
+}
+
+latte_status latte_mla_run(latte_mla_plan plan, const latte_mla_run_args *args, void *workspace, size_t workspace_bytes,
+                           latte_stream_t stream) {
+    return mla_run(plan, args, workspace, workspace_bytes, stream, NULL);
+}
+
+latte_status latte_mla_run_with_events(latte_mla_plan plan, const latte_mla_run_args *args, void *workspace,
+                                       size_t workspace_bytes, latte_stream_t stream,
+                                       void *const events[LATTE_MLA_N_PHASE_EVENTS]) {
+    if (plan && plan->backend != LATTE_BACKEND_CUDA)
+        return latte_set_error(LATTE_STATUS_NOT_SUPPORTED, "latte_mla_run_with_events: CUDA backend only");
+    if (!events) return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT, "events: null pointer");
+    return mla_run(plan, args, workspace, workspace_bytes, stream, events);
 }
 
 latte_status latte_mla_plan_bad_lengths(latte_mla_plan plan, int64_t *count, int reset, latte_stream_t stream) {

@@ -1,0 +1,67 @@
+// Interface between the MLA run orchestration (mla_plan.cu) and the attention over the latent cache
+// (mla_attention.cu): FlashMLA-style plain parameter struct, a split-KV kernel and a combine kernel.
+//
+// Shapes are fixed by the spec's per-head sizes (the API layer rejects others for CUDA):
+//   kv_lora_rank R = 512, rope_dim P = 64, so a cache row / a query row is 576 bf16 = [latent 512 | rope 64].
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace latte {
+
+constexpr int kMlaLatent = 512;                  // R
+constexpr int kMlaRope = 64;                     // P
+constexpr int kMlaRow = kMlaLatent + kMlaRope;   // 576
+
+struct MlaAttentionParams {
+    // queries: [batch][n_heads][576] bf16 = q_lat (W_UK-absorbed q_nope, 512) | q_pe already roped (64)
+    const __nv_bfloat16 *q;
+    int64_t q_batch_stride;        // elements (n_heads * 576 when packed)
+    int64_t q_head_stride;         // elements (576 when packed)
+
+    // latent cache: row t of sequence b at kv_cache + b*cache_batch_stride + t*cache_row_stride (elements),
+    // 16-byte aligned rows. The new token's row (t = len[b]) has already been appended when this runs.
+    const __nv_bfloat16 *kv_cache;
+    int64_t cache_batch_stride;
+    int64_t cache_row_stride;
+
+    // cache_lens[b] = tokens cached before this step; the step attends T = len + 1 rows (0..len).
+    // A length < 0 or > max_cache_len is invalid: that sequence's output is NaN and nothing is read.
+    const int32_t *cache_lens;
+    int max_cache_len;
+
+    // keys rotated at read (the reference convention): k_pe[t] = rope(cache k_pe[t], t), with the reference's
+    // bf16 rounding: bf16( bf16(x*cos[t]) + bf16(rotate_half(x)*sin[t]) ). nullptr: keys are stored rotated.
+    const __nv_bfloat16 *rope_cos;  // [>= max_cache_len + 1][64]
+    const __nv_bfloat16 *rope_sin;
+
+    float softmax_scale;            // s = (q_lat.c + q_pe.k_pe) * softmax_scale
+    int batch;
+    int n_heads;                    // multiple of 16, <= 128
+
+    // split-KV schedule (chosen by mla_attention_schedule): split s of a sequence covers tokens
+    // [s*split_len, min(T, (s+1)*split_len)); splits beyond T are empty.
+    int n_splits;
+    int split_len;                  // multiple of 64
+
+    // partial results (workspace): per split, the softmax-normalized partial output and its log-sum-exp
+    float *o_partial;               // [n_splits][batch][n_heads][512] fp32
+    float *lse_partial;             // [n_splits][batch][n_heads] fp32 (natural log; -inf for an empty split)
+
+    // final output: o_lat[b][h][:] = sum_t p[h][t] * c[t], bf16, rows of 512, [batch][n_heads][512] packed
+    __nv_bfloat16 *o_lat;
+};
+
+// Choose n_splits / split_len for (batch, n_heads, max_cache_len) on the current device so the grid
+// (n_splits x batch x head groups) fills the SMs a few times over; deterministic for given inputs.
+void mla_attention_schedule(int batch, int n_heads, int max_cache_len, int sm_count, int *n_splits, int *split_len);
+
+// Workspace the attention needs (o_partial + lse_partial), bytes, for the given schedule.
+size_t mla_attention_workspace_bytes(int batch, int n_heads, int n_splits);
+
+// Enqueue the split kernel and the combine kernel on `stream`. No allocation, no synchronization.
+cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t stream);
+
+}  // namespace latte
