@@ -10,6 +10,8 @@ PREFIX ?= /usr/local
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 PYTHON ?= python3
+# PYTEST=0 skips the Python tests (the sanitizer build: a python process would need LD_PRELOAD=libasan)
+PYTEST ?= 1
 
 .PHONY: all configure test demo bench gpu-test install clean pytest
 all: configure
@@ -24,7 +26,8 @@ test: all
 
 # Python tests run on the CPU backend where NumPy and ml_dtypes are importable (.ci/run installs them).
 pytest: all
-	@if [ -d python/tests ] && $(PYTHON) -c "import numpy, ml_dtypes, pytest" 2>/dev/null; then \
+	@if [ "$(PYTEST)" = 0 ]; then echo "pytest: skipped (PYTEST=0)"; \
+	elif [ -d python/tests ] && $(PYTHON) -c "import numpy, ml_dtypes, pytest" 2>/dev/null; then \
 	  LATTE_LIBRARY=$(abspath $(BUILD))/liblatte.so PYTHONPATH=$(abspath python) $(PYTHON) -m pytest -q python/tests; \
 	else echo "pytest: skipped (python/tests missing, or numpy/ml_dtypes/pytest not importable)"; fi
 

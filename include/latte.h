@@ -216,7 +216,7 @@ LATTE_API latte_status latte_mla_plan_create(latte_mla_plan *plan, const latte_m
 /* Frees everything the plan took. NULL is a no-op. Not to be called while a run is in flight. */
 LATTE_API latte_status latte_mla_plan_destroy(latte_mla_plan plan);
 
-/* Bytes of workspace (device memory for CUDA, host memory for CPU, 256-byte aligned)
+/* Bytes of workspace (device memory for CUDA, 256-byte aligned; host memory for CPU, 16-byte aligned)
  * a run of `batch` sequences with cache lengths <= max_cache_len needs. */
 LATTE_API latte_status latte_mla_workspace_size(latte_mla_plan plan, int64_t batch, int64_t max_cache_len,
                                                 size_t *workspace_bytes);

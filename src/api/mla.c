@@ -140,6 +140,14 @@ latte_status latte_mla_workspace_size(latte_mla_plan plan, int64_t batch, int64_
     return latte_clear_error();
 }
 
+/* 1 if `rows` rows of `width` elements, `stride` apart (rows >= 1, stride >= 0), span at most 2^60 elements:
+ * every byte offset into them is then computable in int64_t. */
+static int extent_fits(int64_t rows, int64_t stride, int64_t width) {
+    const int64_t lim = INT64_C(1) << 60;
+    if (width > lim) return 0;
+    return rows == 1 || stride <= (lim - width) / (rows - 1);
+}
+
 static latte_status mla_run(latte_mla_plan plan, const latte_mla_run_args *args, void *workspace, size_t workspace_bytes,
                             latte_stream_t stream, void *const *events) {
     latte_status st;
@@ -175,12 +183,28 @@ static latte_status mla_run(latte_mla_plan plan, const latte_mla_run_args *args,
                                cuda ? " or not a multiple of 8 (CUDA backend)" : "");
     if (a.kv_cache.capacity < 1)
         return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT, "kv_cache: capacity %lld < 1", (long long)a.kv_cache.capacity);
+    /* Extents: strides so large that the addressed span overflows cannot describe real memory, and would
+     * wrap the address arithmetic here and in the backends (found by tests/fuzz/fuzz_api.c). */
+    if (!extent_fits(a.batch, a.x_row_stride, c->dim))
+        return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT, "x_row_stride: %lld; %lld rows of it exceed the address space",
+                               (long long)a.x_row_stride, (long long)a.batch);
+    if (!extent_fits(a.batch, a.y_row_stride, c->dim))
+        return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT, "y_row_stride: %lld; %lld rows of it exceed the address space",
+                               (long long)a.y_row_stride, (long long)a.batch);
+    if (!extent_fits(a.kv_cache.capacity, a.kv_cache.row_stride, row))
+        return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
+                               "kv_cache: capacity %lld rows of stride %lld exceed the address space",
+                               (long long)a.kv_cache.capacity, (long long)a.kv_cache.row_stride);
     if (a.kv_cache.batch_stride % vec ||
         (a.batch > 1 && a.kv_cache.batch_stride < a.kv_cache.capacity * a.kv_cache.row_stride))
         return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
                                "kv_cache: batch stride %lld < capacity %lld * row stride %lld (sequences would overlap)%s",
                                (long long)a.kv_cache.batch_stride, (long long)a.kv_cache.capacity,
                                (long long)a.kv_cache.row_stride, cuda ? " or not a multiple of 8" : "");
+    if (!extent_fits(a.batch, a.kv_cache.batch_stride, (a.kv_cache.capacity - 1) * a.kv_cache.row_stride + row))
+        return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
+                               "kv_cache: batch stride %lld; %lld sequences of it exceed the address space",
+                               (long long)a.kv_cache.batch_stride, (long long)a.batch);
     if (a.max_cache_len >= a.kv_cache.capacity)
         return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
                                "max_cache_len: %lld >= kv_cache capacity %lld (the new token needs row max_cache_len)",
@@ -194,6 +218,15 @@ static latte_status mla_run(latte_mla_plan plan, const latte_mla_run_args *args,
         const char *xb = (const char *)a.x, *yb = (const char *)a.y;
         const char *xe = xb + ((a.batch - 1) * a.x_row_stride + c->dim) * 2, *ye = yb + ((a.batch - 1) * a.y_row_stride + c->dim) * 2;
         if (xb < ye && yb < xe) return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT, "y: overlaps x");
+        /* the cache's extent, when it can be computed without overflow (it always can for real memory) */
+        const int64_t lim = INT64_C(1) << 60;
+        if (a.kv_cache.capacity < lim / a.kv_cache.row_stride &&
+            (a.batch == 1 || (a.kv_cache.batch_stride > 0 && a.kv_cache.batch_stride < lim / a.batch))) {
+            const int64_t last = (a.batch > 1 ? (a.batch - 1) * a.kv_cache.batch_stride : 0) +
+                                 (a.kv_cache.capacity - 1) * a.kv_cache.row_stride + row;
+            const char *cb = (const char *)a.kv_cache.data, *ce = cb + last * 2;
+            if (cb < ye && yb < ce) return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT, "y: overlaps kv_cache");
+        }
     }
     size_t need = cuda ? latte_cuda_mla_workspace_size(plan, a.batch, a.max_cache_len)
                        : latte_cpu_mla_workspace_size(plan, a.batch, a.max_cache_len);
@@ -203,7 +236,8 @@ static latte_status mla_run(latte_mla_plan plan, const latte_mla_run_args *args,
         return latte_set_error(LATTE_STATUS_INSUFFICIENT_WORKSPACE,
                                "workspace: %zu bytes given, %zu needed for batch %lld, max_cache_len %lld", workspace_bytes,
                                need, (long long)a.batch, (long long)a.max_cache_len);
-    if (need > 0 && (st = check_pointer(workspace, "workspace", be, 256))) return st;
+    /* device workspace: 256 bytes (what cudaMalloc gives); host workspace: 16 bytes (what malloc gives) */
+    if (need > 0 && (st = check_pointer(workspace, "workspace", be, cuda ? 256 : 16))) return st;
     st = cuda ? latte_cuda_mla_run(plan, &a, workspace, workspace_bytes, stream, events)
               : latte_cpu_mla_run(plan, &a, workspace, workspace_bytes);
     return st ? st : latte_clear_error();

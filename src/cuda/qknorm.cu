@@ -1,5 +1,388 @@
-// QK RMSNorm across heads, CUDA backend. (stub: being written)
+// QK RMSNorm across heads, CUDA backend.
+//
+// What: for every token, q[n, :] *= rsqrt(mean(q[n, :]^2) + eps) * w_q and the same for k, all heads of
+// the row together (spec/qknorm.md). Memory-bound: each element is read once and written once, so the
+// goal is copy bandwidth for large N and one short launch for small N.
+//
+// Reference: src/cpu/qknorm_cpu.c. Both backends compute
+//   s = sum x^2,  r = s / D + eps (double),  inv = r == 0 ? 0 : (float)(1 / sqrt(r)),  y = (x * inv) * w (fp32)
+// and round once at the store; only the summation order of s differs, so they agree to 1 ulp.
+//
+// Work split: one block per row. Blocks [0, N) take the q rows, [N, 2N) the k rows (one launch for both;
+// q and k may have different widths, the block size is chosen for the wider one and the narrower rows
+// leave some threads idle). A grid-stride loop over rows covers any N.
+//
+// Sum of squares: for bf16/f16 the square of a value is exact in fp32, so the fast path sums in fp32;
+// when the row sum leaves [2^-100, 2^100] (a zero row, 1e30 or 1e-30 values, where fp32 would overflow
+// or lose the small squares to underflow) the block sums the row again in double. fp32 activations are
+// summed in double from the start (their squares are exact only in double).
+//
+// Kernel versions:
+//   qknorm_rows_in_registers  16-byte vector loads, the row held in registers between the reduction and
+//                             the scaling (VPT vectors per thread, compile time): one read of the row.
+//                             Needs 16-byte aligned pointers, strides and widths multiple of the vector.
+//   qknorm_rows_two_pass      loops over the row twice (sum, then scale), vectors of VEC elements: VEC =
+//                             the 16-byte vector for very wide aligned rows, VEC = 1 (scalar) for
+//                             misaligned pointers, odd strides or odd widths. Any width is correct.
 #include "internal.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <stdint.h>
+#include <type_traits>
+
+namespace {
+
+// ---- element conversions ----------------------------------------------------------------------
+template <class T> struct Elem;
+template <> struct Elem<__nv_bfloat16> {
+    static __device__ __forceinline__ float to_f(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
+    static __device__ __forceinline__ uint16_t from_f(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }
+};
+template <> struct Elem<__half> {
+    static __device__ __forceinline__ float to_f(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+    static __device__ __forceinline__ uint16_t from_f(float f) { return __half_as_ushort(__float2half_rn(f)); }
+};
+template <> struct Elem<float> {
+    static __device__ __forceinline__ float to_f(uint32_t u) { return __uint_as_float(u); }
+    static __device__ __forceinline__ uint32_t from_f(float f) { return __float_as_uint(f); }
+};
+template <class T> using Bits = typename std::conditional<sizeof(T) == 2, uint16_t, uint32_t>::type;
+
+// N consecutive elements of type T starting at p, as fp32. 16-byte loads when N * sizeof(T) is a multiple
+// of 16 (the caller guarantees the alignment), scalar loads otherwise. `ro`: read-only data (weights),
+// loaded through the non-coherent cache.
+template <class T, int N, bool ro>
+__device__ __forceinline__ void load_f32(const T *p, float (&f)[N]) {
+    if constexpr ((N * sizeof(T)) % 16 == 0) {
+        constexpr int n16 = N * (int)sizeof(T) / 16, per = 16 / (int)sizeof(T);
+#pragma unroll
+        for (int v = 0; v < n16; v++) {
+            const uint4 *q = reinterpret_cast<const uint4 *>(p) + v;
+            uint4 u = ro ? __ldg(q) : *q;
+            uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+            for (int j = 0; j < per; j++) {
+                if constexpr (sizeof(T) == 2)
+                    f[v * per + j] = Elem<T>::to_f((uint16_t)(w[j / 2] >> (16 * (j % 2))));
+                else
+                    f[v * per + j] = Elem<T>::to_f(w[j]);
+            }
+        }
+    } else {
+        const Bits<T> *b = reinterpret_cast<const Bits<T> *>(p);
+#pragma unroll
+        for (int j = 0; j < N; j++) f[j] = Elem<T>::to_f(ro ? __ldg(b + j) : b[j]);
+    }
+}
+
+// The raw 16 bytes of one activation vector (kept in registers by the fast path).
+template <class T>
+__device__ __forceinline__ void unpack16(const uint4 &u, float (&f)[16 / sizeof(T)]) {
+    uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+    for (int j = 0; j < (int)(16 / sizeof(T)); j++) {
+        if constexpr (sizeof(T) == 2)
+            f[j] = Elem<T>::to_f((uint16_t)(w[j / 2] >> (16 * (j % 2))));
+        else
+            f[j] = Elem<T>::to_f(w[j]);
+    }
+}
+
+template <class T, int N>
+__device__ __forceinline__ void store_f32(T *p, const float (&f)[N]) {
+    if constexpr ((N * sizeof(T)) % 16 == 0) {
+        constexpr int n16 = N * (int)sizeof(T) / 16, per = 16 / (int)sizeof(T);
+#pragma unroll
+        for (int v = 0; v < n16; v++) {
+            uint32_t w[4];
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                if constexpr (sizeof(T) == 2)
+                    w[k] = (uint32_t)Elem<T>::from_f(f[v * per + 2 * k]) |
+                           ((uint32_t)Elem<T>::from_f(f[v * per + 2 * k + 1]) << 16);
+                else
+                    w[k] = Elem<T>::from_f(f[v * per + k]);
+            }
+            reinterpret_cast<uint4 *>(p)[v] = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+    } else {
+        Bits<T> *b = reinterpret_cast<Bits<T> *>(p);
+#pragma unroll
+        for (int j = 0; j < N; j++) b[j] = Elem<T>::from_f(f[j]);
+    }
+}
+
+// ---- reductions -----------------------------------------------------------------------------------
+template <class A>
+__device__ __forceinline__ A warp_sum(A v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Sum over the block (blockDim.x a multiple of 32). Every warp reduces the per-warp partials itself, in
+// the same order, so every thread gets the same bits and no broadcast step is needed. `red` holds 32
+// entries; the trailing barrier lets the caller reuse it.
+template <class A>
+__device__ __forceinline__ A block_sum(A v, A *red) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5;
+    v = warp_sum(v);
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    A t = lane < n_warps ? red[lane] : A(0);
+    t = warp_sum(t);
+    __syncthreads();
+    return t;
+}
+
+// The formula shared with the CPU backend (src/cpu/qknorm_cpu.c: inv_rms).
+__device__ __forceinline__ float inv_rms(double sum_squares, int width, float eps) {
+    double r = sum_squares / (double)width + (double)eps;
+    return r == 0.0 ? 0.0f : (float)(1.0 / sqrt(r));
+}
+
+// fp32 row sums outside this range are redone in double (overflow, or squares lost to underflow).
+__device__ __forceinline__ bool fp32_sum_unsafe(float s) { return s < 0x1p-100f || s > 0x1p100f; }
+
+// x * inv * w with the rounding of every step explicit, so no contraction can differ from the CPU.
+__device__ __forceinline__ float scale(float x, float inv, float w, bool plus_one) {
+    return __fmul_rn(__fmul_rn(x, inv), plus_one ? __fadd_rn(1.0f, w) : w);
+}
+
+struct QkArgs {
+    const void *q, *k;         // inputs
+    void *q_out, *k_out;       // outputs (== inputs in place)
+    const void *q_w, *k_w;     // weights
+    int64_t q_stride, k_stride, q_out_stride, k_out_stride;  // elements
+    int q_width, k_width;
+    int64_t n;                 // tokens
+    int64_t rows;              // n (q alone) or 2n
+    float eps;
+    bool plus_one;
+};
+
+// The row this block works on: q rows first, then k rows.
+template <class TA, class TW>
+struct Row {
+    const TA *x;
+    TA *y;
+    const TW *w;
+    int width;
+    __device__ __forceinline__ Row(const QkArgs &a, int64_t row) {
+        const bool is_k = row >= a.n;
+        const int64_t r = is_k ? row - a.n : row;
+        x = static_cast<const TA *>(is_k ? a.k : a.q) + r * (is_k ? a.k_stride : a.q_stride);
+        y = static_cast<TA *>(is_k ? a.k_out : a.q_out) + r * (is_k ? a.k_out_stride : a.q_out_stride);
+        w = static_cast<const TW *>(is_k ? a.k_w : a.q_w);
+        width = is_k ? a.k_width : a.q_width;
+    }
+};
+
+// Accumulator of the first pass: fp32 for 16-bit activations (squares exact), double for fp32.
+template <class TA> using Acc = typename std::conditional<sizeof(TA) == 2, float, double>::type;
+
+// Keep the packed values, not their fp32 unpacking, alive across a reduction (half the registers for
+// 16-bit data): the empty asm hides that the values are unchanged, so they are unpacked again after it.
+template <int N>
+__device__ __forceinline__ void opaque(uint4 (&v)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; i++) asm volatile("" : "+r"(v[i].x), "+r"(v[i].y), "+r"(v[i].z), "+r"(v[i].w));
+}
+
+// ---- fast path: the row in registers ------------------------------------------------------------
+constexpr int kMaxThreadsInRegisters = 512;  // 128 registers per thread: room for 16 vectors
+// Thread t holds vectors t, t + T, ..., t + (VPT-1) T of the row (T = blockDim.x), 16 bytes each:
+// coalesced loads, all VPT loads in flight before the first use, one read of the row from memory.
+template <class TA, class TW, int VPT>
+__global__ void __launch_bounds__(kMaxThreadsInRegisters) qknorm_rows_in_registers(const QkArgs a) {
+    constexpr int V = 16 / sizeof(TA);  // elements per vector
+    using A = Acc<TA>;
+    __shared__ A red[32];
+    __shared__ double red_d[32];
+    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+        const Row<TA, TW> r(a, row);
+        const int n_vec = r.width / V;
+        uint4 v[VPT];
+#pragma unroll
+        for (int i = 0; i < VPT; i++) {
+            const int c = i * (int)blockDim.x + (int)threadIdx.x;
+            v[i] = c < n_vec ? reinterpret_cast<const uint4 *>(r.x)[c] : make_uint4(0, 0, 0, 0);
+        }
+        A s = 0;
+#pragma unroll
+        for (int i = 0; i < VPT; i++) {
+            float f[V];
+            unpack16<TA>(v[i], f);
+#pragma unroll
+            for (int j = 0; j < V; j++) s += (A)f[j] * (A)f[j];
+        }
+        opaque(v);
+        double sd = (double)block_sum(s, red);
+        if constexpr (sizeof(A) == 4) {
+            if (fp32_sum_unsafe((float)sd)) {  // block-uniform: every thread holds the same sum
+                // a rare path: re-read the row (from L2) rather than convert the registers, which would
+                // make ptxas hold the whole row in double
+                double t = 0;
+                for (int c = threadIdx.x; c < n_vec; c += blockDim.x) {
+                    float f[V];
+                    load_f32<TA, V, false>(r.x + (int64_t)c * V, f);
+#pragma unroll
+                    for (int j = 0; j < V; j++) t += (double)f[j] * (double)f[j];
+                }
+                sd = block_sum(t, red_d);
+            }
+        }
+        const float inv = inv_rms(sd, r.width, a.eps);
+        opaque(v);
+        // Wide rows: keep the weight loads after the reduction (ptxas would hoist them above it, and the
+        // row plus its weights would not fit in registers). Narrow rows: let them overlap the reduction.
+        const TW *w = r.w;
+        if constexpr (VPT >= 8) asm volatile("" : "+l"(w));
+#pragma unroll
+        for (int i = 0; i < VPT; i++) {
+            const int c = i * (int)blockDim.x + (int)threadIdx.x;
+            if (c < n_vec) {
+                float f[V], wf[V];
+                unpack16<TA>(v[i], f);
+                load_f32<TW, V, true>(w + (int64_t)c * V, wf);
+#pragma unroll
+                for (int j = 0; j < V; j++) f[j] = scale(f[j], inv, wf[j], a.plus_one);
+                store_f32<TA, V>(r.y + (int64_t)c * V, f);
+            }
+        }
+    }
+}
+
+// ---- general path: two passes over the row ------------------------------------------------------
+// VEC elements per access (16 bytes when aligned, 1 otherwise). The second pass re-reads the row (from
+// L2 for all but enormous rows).
+template <class TA, class TW, int VEC>
+__global__ void __launch_bounds__(1024) qknorm_rows_two_pass(const QkArgs a) {
+    using A = Acc<TA>;
+    __shared__ A red[32];
+    __shared__ double red_d[32];
+    for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+        const Row<TA, TW> r(a, row);
+        const int n_vec = r.width / VEC;  // VEC divides the width (the launcher guarantees it)
+        A s = 0;
+        for (int c = threadIdx.x; c < n_vec; c += blockDim.x) {
+            float f[VEC];
+            load_f32<TA, VEC, false>(r.x + (int64_t)c * VEC, f);
+#pragma unroll
+            for (int j = 0; j < VEC; j++) s += (A)f[j] * (A)f[j];
+        }
+        double sd = (double)block_sum(s, red);
+        if constexpr (sizeof(A) == 4) {
+            if (fp32_sum_unsafe((float)sd)) {
+                double t = 0;
+                for (int c = threadIdx.x; c < n_vec; c += blockDim.x) {
+                    float f[VEC];
+                    load_f32<TA, VEC, false>(r.x + (int64_t)c * VEC, f);
+#pragma unroll
+                    for (int j = 0; j < VEC; j++) t += (double)f[j] * (double)f[j];
+                }
+                sd = block_sum(t, red_d);
+            }
+        }
+        const float inv = inv_rms(sd, r.width, a.eps);
+        for (int c = threadIdx.x; c < n_vec; c += blockDim.x) {
+            float f[VEC], w[VEC];
+            load_f32<TA, VEC, false>(r.x + (int64_t)c * VEC, f);
+            load_f32<TW, VEC, true>(r.w + (int64_t)c * VEC, w);
+#pragma unroll
+            for (int j = 0; j < VEC; j++) f[j] = scale(f[j], inv, w[j], a.plus_one);
+            store_f32<TA, VEC>(r.y + (int64_t)c * VEC, f);
+        }
+    }
+}
+
+// ---- launch -------------------------------------------------------------------------------------
+constexpr int kMaxVecPerThread = 16;                     // fast path: rows up to 16 * 512 vectors
+constexpr int64_t kMaxGrid = (int64_t)1 << 30;           // grid-stride loop beyond
+
+inline int round_up32(int64_t x) { return (int)((x + 31) / 32 * 32); }
+
+template <class TA, class TW>
+cudaError_t launch(const QkArgs &a, bool vector_ok, cudaStream_t stream) {
+    constexpr int V = 16 / sizeof(TA);
+    const int64_t width = a.q_width > a.k_width ? a.q_width : a.k_width;
+    const unsigned grid = (unsigned)(a.rows < kMaxGrid ? a.rows : kMaxGrid);
+    const int64_t n_vec = width / V;
+    if (vector_ok && n_vec <= (int64_t)kMaxVecPerThread * kMaxThreadsInRegisters) {
+        // vectors per thread: 1 up to 128 vectors (<= 128 threads), 2 up to 512 (<= 256 threads),
+        // 4 up to 2048 (<= 512 threads), then 8 and 16 (<= 512 threads). Small rows get small blocks
+        // (latency), wide rows several 16-byte loads in flight per thread (bandwidth).
+        if (n_vec <= 128)
+            qknorm_rows_in_registers<TA, TW, 1><<<grid, round_up32(n_vec), 0, stream>>>(a);
+        else if (n_vec <= 512)
+            qknorm_rows_in_registers<TA, TW, 2><<<grid, round_up32((n_vec + 1) / 2), 0, stream>>>(a);
+        else if (n_vec <= 2048)
+            qknorm_rows_in_registers<TA, TW, 4><<<grid, round_up32((n_vec + 3) / 4), 0, stream>>>(a);
+        else if (n_vec <= 4096)
+            qknorm_rows_in_registers<TA, TW, 8><<<grid, round_up32((n_vec + 7) / 8), 0, stream>>>(a);
+        else
+            qknorm_rows_in_registers<TA, TW, 16><<<grid, round_up32((n_vec + 15) / 16), 0, stream>>>(a);
+    } else if (vector_ok) {
+        qknorm_rows_two_pass<TA, TW, V><<<grid, 1024, 0, stream>>>(a);
+    } else {
+        const int threads = width >= 512 ? 512 : round_up32(width);
+        qknorm_rows_two_pass<TA, TW, 1><<<grid, threads, 0, stream>>>(a);
+    }
+    return cudaGetLastError();
+}
+
+bool aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
+
+}  // namespace
+
+// Called by src/api/qknorm.c with validated, resolved parameters (q_out non-NULL; k NULL iff k_width 0;
+// device pointers; N > 0). Enqueues one kernel on `stream`; no allocation, no synchronization.
 extern "C" latte_status latte_cuda_qknorm(const latte_qknorm_params *p, latte_stream_t stream) {
-    return latte_set_error(LATTE_STATUS_NOT_SUPPORTED, "qknorm: CUDA backend not written yet");
+    const bool has_k = p->k_width > 0;
+    QkArgs a;
+    a.q = p->q;
+    a.k = has_k ? p->k : nullptr;
+    a.q_out = p->q_out;
+    a.k_out = has_k ? p->k_out : nullptr;
+    a.q_w = p->q_weight;
+    a.k_w = has_k ? p->k_weight : nullptr;
+    a.q_stride = p->q_row_stride;
+    a.k_stride = has_k ? p->k_row_stride : 0;
+    a.q_out_stride = p->q_out_row_stride;
+    a.k_out_stride = has_k ? p->k_out_row_stride : 0;
+    a.q_width = (int)p->q_width;
+    a.k_width = (int)p->k_width;
+    a.n = p->n_tokens;
+    a.rows = p->n_tokens * (has_k ? 2 : 1);
+    a.eps = p->eps;
+    a.plus_one = (p->flags & LATTE_QKNORM_WEIGHT_PLUS_ONE) != 0;
+
+    // 16-byte vectors everywhere, or the scalar path for the whole launch
+    const int64_t V = 16 / (int64_t)latte_dtype_size(p->dtype);
+    bool vector_ok = aligned16(a.q) && aligned16(a.q_out) && aligned16(a.q_w) && a.q_width % V == 0 &&
+                     a.q_stride % V == 0 && a.q_out_stride % V == 0;
+    if (has_k)
+        vector_ok = vector_ok && aligned16(a.k) && aligned16(a.k_out) && aligned16(a.k_w) && a.k_width % V == 0 &&
+                    a.k_stride % V == 0 && a.k_out_stride % V == 0;
+
+    cudaStream_t s = stream;
+    const bool wf32 = p->weight_dtype == LATTE_DTYPE_F32;
+    cudaError_t e = cudaSuccess;
+    switch (p->dtype) {
+    case LATTE_DTYPE_BF16:
+        e = wf32 ? launch<__nv_bfloat16, float>(a, vector_ok, s) : launch<__nv_bfloat16, __nv_bfloat16>(a, vector_ok, s);
+        break;
+    case LATTE_DTYPE_F16:
+        e = wf32 ? launch<__half, float>(a, vector_ok, s) : launch<__half, __half>(a, vector_ok, s);
+        break;
+    case LATTE_DTYPE_F32: e = launch<float, float>(a, vector_ok, s); break;
+    default: return latte_set_error(LATTE_STATUS_INTERNAL_ERROR, "qknorm: dtype %d reached the CUDA backend", (int)p->dtype);
+    }
+    if (e != cudaSuccess)
+        return latte_set_error(LATTE_STATUS_CUDA_ERROR, "qknorm: kernel launch failed: %s (%s)", cudaGetErrorName(e),
+                               cudaGetErrorString(e));
+    return LATTE_STATUS_SUCCESS;
 }

@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# gpu_check.sh OUTDIR: the whole GPU check in one command (build, tests, oracle, bench, sanitizers).
+#
+# Run from anywhere on a machine with a GPU, nvcc, CMake (Ninja if present) and python3 (torch for the
+# oracle). Every step logs into OUTDIR, a failed step does not stop the next, and a pass/fail table is
+# printed LAST (also OUTDIR/summary.txt). Exit status: 0 when no step failed.
+#
+# Steps (GPU_CHECK_STEPS="build,gpu-test,bench" runs a subset; default all, in this order):
+#   info       nvidia-smi -L, nvcc --version                                   -> build.log
+#   build      cmake + build in build-gpu, CUDA arch 90a (GPU_CHECK_ARCH)      -> build.log
+#   cpu-test   ctest -L cpu                                                     -> tests.log
+#   gpu-test   LATTE_REQUIRE_GPU=1 ctest -L gpu                                 -> tests.log
+#   oracle     python3 scripts/oracle_check.py --out OUTDIR (skipped if missing) -> oracle.log (+ its own files)
+#   bench      build-gpu/bench/latte-bench --json OUTDIR/bench.json [--peers OUTDIR/oracle_anchors.json]
+#                                                                               -> bench.log, bench.json
+#   pytest     python3 -m pytest python/tests -q (skipped if missing)           -> tests.log
+#   sanitize   compute-sanitizer memcheck/racecheck/initcheck/synccheck over the GPU test programs with
+#              LATTE_TEST_QUICK=1 (skipped when GPU_CHECK_SANITIZE=0)           -> sanitizer.log, sanitizer.json
+# The oracle and the bench run before the sanitizers (the slowest, least predictable step) so that the
+# figures always come back. Time budget: GPU_CHECK_BUDGET_S (default 500 s); a step that would start with
+# less than 20 s left is skipped, and every step's timeout is cut to what is left.
+#
+# Files in OUTDIR (few on purpose, the GPU tool returns at most 8): build.log tests.log oracle.log bench.log
+# bench.json sanitizer.log sanitizer.json summary.txt, plus what oracle_check.py writes (oracle_anchors.json).
+set -u
+
+if [ $# -lt 1 ]; then
+  echo "usage: $0 OUTDIR" >&2
+  exit 2
+fi
+OUT=$(mkdir -p "$1" && cd "$1" && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 2
+BUILD=${GPU_CHECK_BUILD:-build-gpu}
+case "$BUILD" in /*) ;; *) BUILD="$BUILD" ;; esac
+ARCH=${GPU_CHECK_ARCH:-90a}
+JOBS=${GPU_CHECK_JOBS:-$(nproc 2>/dev/null || echo 16)}
+STEPS=${GPU_CHECK_STEPS:-info,build,cpu-test,gpu-test,oracle,bench,pytest,sanitize}
+BUDGET=${GPU_CHECK_BUDGET_S:-500}
+PY=${PYTHON:-python3}
+T0=$(date +%s)
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+export LATTE_GIT_REV=${LATTE_GIT_REV:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(
+  [ -n "$(git status --porcelain 2>/dev/null | head -1)" ] && echo "+dirty")}
+
+rm -f "$OUT"/build.log "$OUT"/tests.log "$OUT"/oracle.log "$OUT"/bench.log "$OUT"/bench.json \
+      "$OUT"/sanitizer.log "$OUT"/sanitizer.json "$OUT"/summary.txt
+SUMMARY="$TMP/summary"
+: > "$SUMMARY"
+FAILED=0
+
+elapsed() { echo $(( $(date +%s) - T0 )); }
+left() { echo $(( BUDGET - $(elapsed) )); }
+# the smaller of a step's own cap and the time left (minus a reserve for the summary)
+cap() { local l; l=$(( $(left) - 10 )); [ "$1" -lt "$l" ] && echo "$1" || echo "$l"; }
+want() { case ",$STEPS," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+section() { printf '\n==== %s (%s, t=%ss) ====\n' "$2" "$(date -u +%H:%M:%S)" "$(elapsed)" >> "$1"; }
+# record NAME RESULT(pass|FAIL|WARN|skip) SECONDS NOTE (only FAIL makes the exit status 1)
+record() {
+  printf '%-9s %-5s %5ss  %s\n' "$1" "$2" "$3" "$4" >> "$SUMMARY"
+  [ "$2" = FAIL ] && FAILED=1
+  printf '[gpu_check] %-9s %-5s %5ss  %s\n' "$1" "$2" "$3" "$4"
+}
+# run_step NAME: decides whether the step runs; prints nothing. Returns 1 (and records a skip) if not.
+run_step() {
+  want "$1" || return 1
+  if [ "$(left)" -lt 20 ]; then
+    record "$1" skip 0 "time budget (${BUDGET}s) spent"
+    return 1
+  fi
+  STEP_T0=$(date +%s)
+  return 0
+}
+took() { echo $(( $(date +%s) - STEP_T0 )); }
+
+# ---- info -------------------------------------------------------------------------------------
+if run_step info; then
+  section "$OUT/build.log" "info"
+  { nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+    nvcc --version; cmake --version | head -1; $PY --version; echo "LATTE_GIT_REV=$LATTE_GIT_REV"; } >> "$OUT/build.log" 2>&1
+  gpu=$(nvidia-smi -L 2>/dev/null | head -1 | sed 's/ (UUID.*//')
+  if [ -n "$gpu" ]; then record info pass "$(took)" "$gpu"; else record info FAIL "$(took)" "nvidia-smi found no GPU"; fi
+fi
+
+# ---- build ------------------------------------------------------------------------------------
+BUILD_OK=1
+if run_step build; then
+  section "$OUT/build.log" "configure + build ($BUILD, CUDA arch $ARCH, -j$JOBS)"
+  gen=""
+  command -v ninja > /dev/null && [ ! -f "$BUILD/CMakeCache.txt" ] && gen="-G Ninja"
+  if timeout "$(cap 400)" cmake -S . -B "$BUILD" $gen -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$ARCH" \
+       >> "$OUT/build.log" 2>&1 &&
+     timeout "$(cap 400)" cmake --build "$BUILD" -j "$JOBS" >> "$OUT/build.log" 2>&1; then
+    nw=$(grep -ci 'warning' "$OUT/build.log")
+    record build pass "$(took)" "$nw line(s) mentioning a warning"
+  else
+    BUILD_OK=0
+    record build FAIL "$(took)" "see build.log: $(grep -m1 -iE 'error|FAILED' "$OUT/build.log" | cut -c1-80)"
+  fi
+fi
+[ -f "$BUILD/liblatte.so" ] || BUILD_OK=0
+
+# ---- ctest ------------------------------------------------------------------------------------
+ctest_step() { # NAME LABEL EXTRA_ENV
+  local name=$1 label=$2 cap_s=$3
+  if [ "$BUILD_OK" != 1 ]; then record "$name" skip 0 "no build"; return; fi
+  section "$OUT/tests.log" "$name: ctest -L $label"
+  (cd "$BUILD" && env ${4:-} timeout "$(cap "$cap_s")" ctest -L "$label" --output-on-failure -j "$5" --timeout "$(cap 300)") \
+    >> "$OUT/tests.log" 2>&1
+  local rc=$? line
+  line=$(grep -E 'tests passed|tests failed' "$OUT/tests.log" | tail -1)
+  if [ $rc -eq 0 ]; then record "$name" pass "$(took)" "$line"
+  elif [ $rc -eq 124 ]; then record "$name" FAIL "$(took)" "timed out; $line"
+  else record "$name" FAIL "$(took)" "$line $(grep -E '\*\*\*Failed|Timeout|Not Run' "$OUT/tests.log" | tail -3 | awk '{print $4}' | tr '\n' ' ')"
+  fi
+}
+run_step cpu-test && ctest_step cpu-test cpu 240 "" "$JOBS"
+run_step gpu-test && ctest_step gpu-test gpu 240 "LATTE_REQUIRE_GPU=1" 2
+
+# ---- oracle -----------------------------------------------------------------------------------
+if run_step oracle; then
+  if [ ! -f scripts/oracle_check.py ]; then record oracle skip 0 "scripts/oracle_check.py missing"
+  elif [ "$BUILD_OK" != 1 ]; then record oracle skip 0 "no build"
+  else
+    section "$OUT/oracle.log" "python3 scripts/oracle_check.py --out $OUT"
+    LATTE_LIBRARY="$BUILD/liblatte.so" PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
+      timeout "$(cap 200)" "$PY" scripts/oracle_check.py --out "$OUT" >> "$OUT/oracle.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then record oracle pass "$(took)" "$(tail -1 "$OUT/oracle.log" | cut -c1-90)"
+    else record oracle FAIL "$(took)" "rc $rc: $(tail -1 "$OUT/oracle.log" | cut -c1-80)"; fi
+  fi
+fi
+
+# ---- bench ------------------------------------------------------------------------------------
+if run_step bench; then
+  if [ ! -x "$BUILD/bench/latte-bench" ]; then record bench skip 0 "no latte-bench (build failed?)"
+  else
+    section "$OUT/bench.log" "latte-bench"
+    peers=""
+    [ -f "$OUT/oracle_anchors.json" ] && peers="--peers $OUT/oracle_anchors.json"
+    timeout "$(cap 240)" "$BUILD/bench/latte-bench" --json "$OUT/bench.json" $peers ${GPU_CHECK_BENCH_ARGS:-} \
+      >> "$OUT/bench.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then record bench pass "$(took)" "bench.json written${peers:+, with oracle peers}"
+    else record bench FAIL "$(took)" "rc $rc (see bench.log)"; fi
+  fi
+fi
+
+# ---- pytest -----------------------------------------------------------------------------------
+if run_step pytest; then
+  if [ ! -d python/tests ]; then record pytest skip 0 "python/tests missing"
+  elif ! "$PY" -c "import pytest" 2> /dev/null; then record pytest skip 0 "pytest not importable"
+  elif [ "$BUILD_OK" != 1 ]; then record pytest skip 0 "no build"
+  else
+    section "$OUT/tests.log" "pytest python/tests"
+    LATTE_LIBRARY="$BUILD/liblatte.so" PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
+      timeout "$(cap 180)" "$PY" -m pytest python/tests -q >> "$OUT/tests.log" 2>&1
+    rc=$?
+    line=$(grep -E '(passed|failed|skipped|error)' "$OUT/tests.log" | tail -1 | cut -c1-90)
+    # pytest: 0 passed, 5 nothing collected
+    if [ $rc -eq 0 ] || [ $rc -eq 5 ]; then record pytest pass "$(took)" "$line"
+    else record pytest FAIL "$(took)" "rc $rc: $line"; fi
+  fi
+fi
+
+# ---- sanitizers -------------------------------------------------------------------------------
+if run_step sanitize; then
+  SAN=$(command -v compute-sanitizer || ls "$(dirname "$(command -v nvcc)")"/compute-sanitizer 2> /dev/null ||
+        ls /usr/local/cuda/bin/compute-sanitizer 2> /dev/null)
+  progs=""
+  for f in "$BUILD"/tests/gpu_*; do
+    case "$(basename "$f")" in *.*) ;; *) [ -f "$f" ] && [ -x "$f" ] && progs="$progs $f" ;; esac
+  done
+  if [ "${GPU_CHECK_SANITIZE:-1}" = 0 ]; then record sanitize skip 0 "GPU_CHECK_SANITIZE=0"
+  elif [ -z "$SAN" ]; then record sanitize skip 0 "compute-sanitizer not found"
+  elif [ -z "$progs" ]; then record sanitize skip 0 "no GPU test programs in $BUILD/tests"
+  else
+    # every (tool, program) pair in parallel, each under one timeout; OpenMP kept small (CPU references)
+    t=$(cap 240)
+    for tool in memcheck racecheck initcheck synccheck; do
+      for p in $progs; do echo "$tool $p"; done
+    done > "$TMP/san_jobs"
+    export SAN TMP
+    njobs=$(wc -l < "$TMP/san_jobs")
+    xargs -P "${GPU_CHECK_SAN_PARALLEL:-$njobs}" -L 1 sh -c '
+      tool=$0; prog=$1; log="$TMP/san_${tool}_$(basename "$prog").log"
+      extra=""; [ "$tool" = memcheck ] && extra="--leak-check full"
+      cd "$(dirname "$prog")" && LATTE_TEST_QUICK=1 LATTE_REQUIRE_GPU=1 OMP_NUM_THREADS=2 \
+        timeout '"$t"' "$SAN" --tool "$tool" $extra --print-limit 50 "$prog" > "$log" 2>&1
+      echo "rc=$?" >> "$log"' < "$TMP/san_jobs"
+    # sanitizer.log: every run's output; sanitizer.json: the ERROR SUMMARY count per tool and program
+    json="{"
+    bad=0
+    total=0
+    timeouts=0
+    for tool in memcheck racecheck initcheck synccheck; do
+      json="$json\"$tool\": {"
+      first=1
+      for p in $progs; do
+        name=$(basename "$p"); log="$TMP/san_${tool}_${name}.log"
+        section "$OUT/sanitizer.log" "$tool $name"
+        cat "$log" >> "$OUT/sanitizer.log" 2> /dev/null
+        rc=$(sed -n 's/^rc=//p' "$log" | tail -1)
+        errs=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | tail -1)
+        if [ -n "$errs" ]; then v=$errs; total=$((total + errs)); [ "$errs" -gt 0 ] && bad=1
+        elif [ "$rc" = 124 ]; then v='"timeout"'; timeouts=$((timeouts + 1))
+        else v="\"no summary (rc $rc)\""; bad=1; fi
+        # a test that fails under the sanitizer (rc != 0 with 0 errors) counts as a failure too
+        [ -n "$errs" ] && [ "$rc" != 0 ] && v="{\"errors\": $errs, \"rc\": $rc}" && bad=1
+        [ $first = 1 ] || json="$json, "
+        first=0
+        json="$json\"$name\": $v"
+      done
+      json="$json}, "
+    done
+    json="$json\"quick\": true, \"timeout_s\": $t}"
+    echo "$json" > "$OUT/sanitizer.json"
+    runs="4 tools x $(echo $progs | wc -w) programs"
+    if [ $bad = 0 ] && [ $timeouts = 0 ]; then record sanitize pass "$(took)" "0 errors ($runs)"
+    elif [ $bad = 0 ]; then record sanitize WARN "$(took)" "0 errors, but $timeouts run(s) timed out after ${t}s ($runs)"
+    else record sanitize FAIL "$(took)" "$total error(s) reported, or a run failed/timed out: see sanitizer.json"; fi
+  fi
+fi
+
+# ---- summary (printed last) -------------------------------------------------------------------
+{
+  echo
+  echo "==== gpu_check summary: $(date -u +%Y-%m-%dT%H:%M:%SZ), $(elapsed)s, git $LATTE_GIT_REV ===="
+  nvidia-smi -L 2> /dev/null | head -1 | sed 's/ (UUID.*//'
+  printf '%-9s %-5s %6s  %s\n' step result time note
+  cat "$SUMMARY"
+  if [ -f "$OUT/bench.log" ]; then
+    echo
+    echo "---- bench (tail of bench.log) ----"
+    if grep -q '^==== latte-bench:' "$OUT/bench.log"; then
+      sed -n '/^==== latte-bench:/,$p' "$OUT/bench.log" | tail -40
+    else
+      tail -8 "$OUT/bench.log"
+    fi
+  fi
+  echo
+  [ $FAILED = 0 ] && echo "gpu_check: all steps that ran passed" || echo "gpu_check: FAILED (see the logs in $OUT)"
+} | tee "$OUT/summary.txt"
+exit $FAILED

@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""Cross-check latte's MLA decode layer against the independent PyTorch oracle, and time it beside its peers.
+
+Runs on the GPU machine, from the repository root (after `make`):
+
+    python3 scripts/oracle_check.py --out DIR [--sample 16] [--lens 128,512,1024,2048,4096,6144]
+                                    [--oracle PATH] [--no-timing] [--seed N]
+
+The oracle (shared/oracle/mla_oracle.py) is imported from --oracle, else from .carry/oracle/mla_oracle.py
+(the lead copies it there: the GPU machine cannot reach ../shared). latte is imported from python/ with
+LATTE_LIBRARY defaulting to build/liblatte.so.
+
+Checks (every element; the reference check is |got - ref| <= 8e-3 + 2e-2 |ref|, NaN patterns equal):
+  - rope tables: latte.rope_tables("bf16_reference") vs the oracle's, mismatching elements (must be 0);
+  - for each length L: make_inputs(128, L, seed) (the reference's draw), latte on the whole batch, the oracle's
+    un-absorbed reference_layer on `--sample` sequences: y misses (must be 0) and rel error; the cache: appended
+    rows of every sequence vs the reference's rows (misses must be 0), every other row bit-identical to the
+    input; the plain-PyTorch absorbed pipeline's misses on the same sample, for comparison;
+  - unequal lengths in [0, 8191] (0 and 8191 included and sampled), another seed with x*4, keys stored rotated.
+Timing (CUDA-graph replay, median, the oracle's bench_us): latte, PyTorch absorbed (both key conventions), the
+oracle's ceilings() and floor_us at 512..6144; QK norm latte vs torch.compile of the plain formula.
+Writes DIR/oracle_check.json and DIR/oracle_anchors.json; prints a summary table last; exits 1 if a check fails.
+"""
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def load_oracle(path):
+    spec = importlib.util.spec_from_file_location("mla_oracle", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--sample", type=int, default=16, help="sequences per case compared with the un-absorbed reference")
+    ap.add_argument("--lens", default="128,512,1024,2048,4096,6144")
+    ap.add_argument("--oracle", default=None)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--no-timing", action="store_true")
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # cpu: smoke test with a shrunk oracle
+    a = ap.parse_args()
+    t_start = time.time()
+
+    oracle_path = a.oracle or os.path.join(REPO, ".carry", "oracle", "mla_oracle.py")
+    if not os.path.exists(oracle_path):
+        log(f"oracle_check: no oracle at {oracle_path} (copy shared/oracle/mla_oracle.py there or pass --oracle)")
+        return 2
+    if not os.environ.get("LATTE_LIBRARY") and os.path.exists(os.path.join(REPO, "build", "liblatte.so")):
+        os.environ["LATTE_LIBRARY"] = os.path.join(REPO, "build", "liblatte.so")
+    sys.path.insert(0, os.path.join(REPO, "python"))
+    import torch
+    import latte
+    dev = a.device
+    if dev == "cuda" and not torch.cuda.is_available():
+        log("oracle_check: no CUDA device")
+        return 2
+    o = load_oracle(oracle_path)
+    if dev != "cuda":
+        a.no_timing = True
+    os.makedirs(a.out, exist_ok=True)
+    seed = a.seed if a.seed is not None else int.from_bytes(os.urandom(4), "little") % (2 ** 31)
+    gen = torch.Generator()
+    gen.manual_seed(seed)
+    gpu = torch.cuda.get_device_properties(0).name if dev == "cuda" else dev
+    log(f"oracle_check: GPU {gpu}, torch {torch.__version__}, "
+        f"liblatte {latte.version()} at {latte.library_path()}, oracle {oracle_path}, seed {seed} (--seed {seed})")
+
+    report = dict(gpu=gpu, seed=seed, sample=a.sample, cases=[], failures=[])
+    failures = report["failures"]
+
+    # ---- rope tables --------------------------------------------------------------------------------------
+    cos, sin = o.rope_tables("bf16_reference")
+    try:
+        lc, ls = latte.rope_tables(o.MAXLEN, o.P, kind="bf16_reference", device=dev)
+        mism = int((lc.view(torch.int16) != cos.view(torch.int16)).sum() + (ls.view(torch.int16) != sin.view(torch.int16)).sum())
+    except Exception as e:
+        mism = -1
+        log(f"rope tables: {e!r}")
+    report["rope_table_mismatches"] = mism
+    log(f"rope tables (bf16_reference, {o.MAXLEN}x{o.P}): {mism} mismatching elements vs the oracle's")
+    if mism != 0:
+        failures.append(f"rope tables: {mism} mismatches")
+    del lc, ls
+
+    def pick(n, k, must=()):
+        must = [i for i in dict.fromkeys(must) if 0 <= i < n]
+        rest = [i for i in torch.randperm(n, generator=gen).tolist() if i not in must]
+        return sorted(must + rest[:max(k - len(must), 0)])
+
+    def case(name, lens, case_seed, scale=1.0, rotated=False, must=(), uniform=None):
+        t0 = time.time()
+        r = dict(name=name, seed=case_seed, scale=scale, keys_stored_rotated=rotated)
+        try:
+            W, x, cache, lens = o.make_inputs(a.batch, lens, case_seed, scale)
+            bs = x.shape[0]
+            cache_in = cache.clone()
+            lens_t = torch.tensor(lens, dtype=torch.int32, device=dev)
+            mla = latte.MLADecode(W, n_heads=o.H, kv_lora_rank=o.R, rope_dim=o.P, nope_dim=o.DN, v_dim=o.DV,
+                                      keys_stored_rotated=rotated)
+            y = mla(x, cache, lens_t, cos, sin)  # max_cache_len: capacity - 1 (8191)
+            r["bad_lengths"] = mla.bad_lengths()
+            mla.close()
+            r["y_nonfinite"] = int((~torch.isfinite(y)).sum())
+            idx = pick(bs, a.sample, must)
+            sub_lens = [lens[i] for i in idx]
+            r["sampled"] = idx
+            it = torch.tensor(idx, device=dev)
+            y_ref, c_ref = o.reference_layer(W, x[it], cache_in[it], sub_lens, cos, sin, keys_stored_rotated=rotated)
+            r["y_misses"] = o.reference_check(y[it], y_ref)
+            r["y_rel_err"] = o.rel_err(y[it], y_ref)
+            ar = torch.arange(len(idx), device=dev)
+            pos = torch.tensor(sub_lens, device=dev)
+            r["sampled_append_misses"] = o.reference_check(cache[it][ar, pos], c_ref[ar, pos])
+            # appended rows of every sequence vs the reference's own computation of the row
+            kv = x @ W["kv_down"].T
+            if rotated:
+                allpos = torch.tensor(lens, device=dev)
+                kv = torch.cat([kv[:, :o.R], o.rope(kv[:, o.R:], cos[allpos], sin[allpos])], -1)
+            full = torch.arange(bs, device=dev)
+            r["append_misses"] = o.reference_check(cache[full, lens_t.long()], kv)
+            changed = (cache.view(torch.int16) != cache_in.view(torch.int16)).any(-1)
+            changed[full, lens_t.long()] = False
+            r["other_rows_changed"] = int(changed.sum())
+            del changed, c_ref
+            if uniform is not None:  # the plain-PyTorch absorbed pipeline on the same sample, for comparison
+                c2 = cache_in[it].clone()
+                y_ab = o.Absorbed(W)(x[it], c2, uniform, cos, sin, keys_stored_rotated=rotated)
+                r["torch_absorbed_misses"] = o.reference_check(y_ab, y_ref)
+                r["torch_absorbed_rel_err"] = o.rel_err(y_ab, y_ref)
+                del c2, y_ab
+            ok = (r["y_misses"] == 0 and r["append_misses"] == 0 and r["sampled_append_misses"] == 0
+                  and r["other_rows_changed"] == 0 and r["bad_lengths"] == 0 and r["y_nonfinite"] == 0)
+            del W, x, cache, cache_in, y, y_ref
+        except Exception as e:
+            r["error"] = f"{type(e).__name__}: {e}"
+            traceback.print_exc()
+            ok = False
+        if dev == "cuda":
+            torch.cuda.empty_cache()
+        r["ok"], r["seconds"] = ok, round(time.time() - t0, 1)
+        report["cases"].append(r)
+        if not ok:
+            failures.append(name)
+        log(f"{name}: " + ("ok" if ok else "FAILED") + " | " +
+            ", ".join(f"{k}={v:.2e}" if isinstance(v, float) else f"{k}={v}" for k, v in r.items()
+                      if k not in ("name", "ok", "sampled")))
+
+    lens_list = [int(s) for s in a.lens.split(",") if s]
+    for L in lens_list:
+        case(f"len{L}", L, 1234 + L + seed, uniform=L)
+    top = o.MAXLEN - 1  # the last row a sequence can append to
+    ul = torch.randint(0, top + 1, (a.batch,), generator=gen).tolist()
+    ul[3], ul[-5] = 0, top
+    case("unequal_lens", ul, seed + 1, must=(3, a.batch - 5))
+    L2, L4 = min(2048, top), min(4096, top)
+    case(f"len{L2}_x4_seed2", L2, seed + 2, scale=4.0, uniform=L2)
+    case(f"len{L4}_keys_stored_rotated", L4, seed + 3, rotated=True, uniform=L4)
+    ul2 = torch.randint(0, top + 1, (a.batch,), generator=gen).tolist()
+    ul2[5], ul2[-2] = 0, top
+    case("unequal_lens_keys_stored_rotated", ul2, seed + 4, rotated=True, must=(5, a.batch - 2))
+
+    # ---- timing -------------------------------------------------------------------------------------------
+    anchors = dict(gpu=gpu)
+    if not a.no_timing:
+        try:
+            bw, peak = o.ceilings()
+            anchors.update(copy_TBps=bw, gemm_TFLOPs=peak)
+            log(f"ceilings: copy {bw:.2f} TB/s, bf16 GEMM {peak:.0f} TFLOP/s")
+            for L in (512, 1024, 2048, 4096, 6144):
+                W, x, cache, _ = o.make_inputs(128, L, 99 + L)
+                lens_t = torch.full((128,), L, dtype=torch.int32, device="cuda")
+                ab = o.Absorbed(W)
+                row = dict(floor_us=o.floor_us(L, bw, peak))
+                row["torch_absorbed_us"] = o.bench_us(lambda: ab(x, cache, L, cos, sin), iters=a.iters)
+                row["torch_absorbed_prerotated_us"] = o.bench_us(lambda: ab(x, cache, L, cos, sin, keys_stored_rotated=True),
+                                                                 iters=a.iters)
+                for rotated, key in ((False, "latte_us"), (True, "latte_prerotated_us")):
+                    try:
+                        mla = latte.MLADecode(W, n_heads=o.H, kv_lora_rank=o.R, rope_dim=o.P, nope_dim=o.DN, v_dim=o.DV,
+                                      keys_stored_rotated=rotated)
+                        row[key] = o.bench_us(lambda: mla(x, cache, lens_t, cos, sin, max_cache_len=L), iters=a.iters)
+                        mla.close()
+                    except Exception as e:
+                        row[key] = None
+                        log(f"len{L} {key}: {e!r}")
+                anchors[f"len{L}"] = row
+                log(f"len{L}: " + ", ".join(f"{k} {v:.1f}" if v is not None else f"{k} -" for k, v in row.items()))
+                W = x = cache = ab = None  # free before the next length's inputs
+                torch.cuda.empty_cache()
+            from latte.bench import QK_SHAPES, qknorm_formula
+            compiled = torch.compile(qknorm_formula, dynamic=False)
+            anchors["qknorm"] = {}
+            for n, d in QK_SHAPES:
+                q = torch.randn(n, d, dtype=torch.bfloat16, device="cuda")
+                k = torch.randn(n, d, dtype=torch.bfloat16, device="cuda")
+                wq = torch.randn(d, dtype=torch.bfloat16, device="cuda")
+                wk = torch.randn(d, dtype=torch.bfloat16, device="cuda")
+                qr = dict(torch_compile_us=o.bench_us(lambda: compiled(q, k, wq, wk), iters=a.iters))
+                try:
+                    qr["latte_us"] = o.bench_us(lambda: latte.qknorm_across_heads(q, k, wq, wk), iters=a.iters)
+                except Exception as e:
+                    qr["latte_us"] = None
+                    log(f"qknorm {(n, d)}: {e!r}")
+                anchors["qknorm"][str((n, d))] = qr
+                log(f"qknorm {(n, d)}: " + ", ".join(f"{k} {v:.1f}" if v is not None else f"{k} -" for k, v in qr.items()))
+        except Exception as e:
+            traceback.print_exc()
+            failures.append(f"timing: {type(e).__name__}: {e}")
+        with open(os.path.join(a.out, "oracle_anchors.json"), "w") as f:
+            json.dump(anchors, f, indent=1)
+
+    report["seconds"] = round(time.time() - t_start, 1)
+    with open(os.path.join(a.out, "oracle_check.json"), "w") as f:
+        json.dump(report, f, indent=1)
+
+    # ---- summary (last) -----------------------------------------------------------------------------------
+    log("")
+    log(f"rope tables: {report['rope_table_mismatches']} mismatches")
+    log(f"{'case':<34} {'ok':<4} {'y miss':>6} {'rel err':>9} {'append':>6} {'others':>6} {'torch miss':>10} "
+        f"{'torch rel':>9} {'s':>5}")
+    for r in report["cases"]:
+        g = lambda k: r.get(k, "-")
+        fe = lambda k: f"{r[k]:.2e}" if isinstance(r.get(k), float) else "-"
+        log(f"{r['name']:<34} {'yes' if r['ok'] else 'NO':<4} {g('y_misses'):>6} {fe('y_rel_err'):>9} "
+            f"{g('append_misses'):>6} {g('other_rows_changed'):>6} {g('torch_absorbed_misses'):>10} "
+            f"{fe('torch_absorbed_rel_err'):>9} {r['seconds']:>5}" + (f"  {r['error']}" if "error" in r else ""))
+    if not a.no_timing and "copy_TBps" in anchors:
+        log(f"timing (us, CUDA-graph replay, median): copy {anchors['copy_TBps']:.2f} TB/s, "
+            f"GEMM {anchors['gemm_TFLOPs']:.0f} TFLOP/s")
+        log(f"{'len':>6} {'floor':>7} {'latte':>8} {'torch':>8} {'latte prerot':>12} {'torch prerot':>12}")
+        for L in (512, 1024, 2048, 4096, 6144):
+            r = anchors.get(f"len{L}")
+            if r:
+                f = lambda v: f"{v:.1f}" if v is not None else "-"
+                log(f"{L:>6} {f(r['floor_us']):>7} {f(r.get('latte_us')):>8} {f(r['torch_absorbed_us']):>8} "
+                    f"{f(r.get('latte_prerotated_us')):>12} {f(r['torch_absorbed_prerotated_us']):>12}")
+        for s, r in anchors.get("qknorm", {}).items():
+            log(f"qknorm {s:>13}: latte {r['latte_us'] if r['latte_us'] is None else round(r['latte_us'], 1)} us, "
+                f"torch.compile {r['torch_compile_us']:.1f} us")
+    log(f"oracle_check: {'FAILED: ' + '; '.join(failures) if failures else 'all checks passed'} "
+        f"({report['seconds']} s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,574 @@
+// MLA decode: attention over the latent cache (the absorbed form), split-KV + combine.
+//
+// What: for each sequence b and head h, with T = len[b] + 1 cached rows c[t] | k_pe[t] (576 bf16),
+//   s[h][t]  = (q_lat[h]·c[t] + q_pe[h]·k_pe[t]) · scale,   p = softmax_t(s),   o_lat[h] = Σ_t p[h][t]·c[t].
+// Why split-KV: one block per (sequence, 64 heads) is too few blocks for small batches / long caches, so each
+// sequence's tokens are cut into splits of split_len tokens; every split writes its own softmax-normalized partial
+// output and its log-sum-exp, and the combine kernel merges them (flash-decoding).
+// Reference (spec, shared/spec/mla-decode.md): keys are rotated at read time when rope_cos != nullptr, with the
+// reference rounding k_pe' = bf16( bf16(x·cos[t]) + bf16(rotate_half(x)·sin[t]) ).
+//
+// Kernel versions:
+//   simple  CUDA cores, fp32, one warp per head, token-by-token online softmax: obviously correct, slow.
+//           Selected with LATTE_MLA_SIMPLE_ATTENTION=1 (read once), the reference when debugging on a GPU.
+//   fast    mma.sync m16n8k16 bf16 (sm_80+): a block = 64 heads × one split, Q in smem once, KV tiles of
+//           TILE_T tokens through a cp.async double buffer, online softmax, P rounded to bf16 for P·V.
+//   combine o_lat = Σ_s w_s·o_s, w_s = exp(lse_s − max) / Σ; NaN rows for invalid lengths.
+#include "cuda/mla_attention.cuh"
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace latte {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+__device__ __forceinline__ bool length_is_valid(int len, int max_cache_len) { return len >= 0 && len <= max_cache_len; }
+
+// The reference's rotary rounding for one element: x·cos and rotate_half(x)·sin are each rounded to bf16 (PyTorch
+// bf16 tensor ops), then their sum is. `rot` is the rotate_half partner already negated where needed (exact).
+__device__ __forceinline__ __nv_bfloat16 rope_reference(float x, float rot, float c, float s) {
+    const float a = __bfloat162float(__float2bfloat16_rn(x * c));
+    const float b = __bfloat162float(__float2bfloat16_rn(rot * s));
+    return __float2bfloat16_rn(a + b);
+}
+
+// ============================================================================================================
+// simple: block = (split, sequence, 8 heads), warp w = head; every lane keeps 16 of the 512 output columns.
+// Tokens arrive 8 at a time in smem as fp32 (roped), each token updates the online softmax on its own.
+// ============================================================================================================
+constexpr int kSimpleHeads = 8;   // one warp per head
+constexpr int kSimpleTokens = 8;  // tokens staged in smem per step
+
+__global__ void __launch_bounds__(kThreads) mla_attention_simple_kernel(const MlaAttentionParams p) {
+    __shared__ float q_s[kSimpleHeads][kMlaRow];
+    __shared__ float kv_s[kSimpleTokens][kMlaRow];
+
+    const int n_groups = p.n_heads / kSimpleHeads;
+    const int group = blockIdx.x % n_groups;
+    const int split = (blockIdx.x / n_groups) % p.n_splits;
+    const int b = blockIdx.x / n_groups / p.n_splits;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int h = group * kSimpleHeads + warp;
+
+    const int len = p.cache_lens[b];
+    if (!length_is_valid(len, p.max_cache_len)) return;  // the combine writes NaN; read nothing
+    const int T = len + 1;
+    const int tok_begin = split * p.split_len;
+    const int tok_end = min(T, tok_begin + p.split_len);
+    const size_t row_out = ((size_t)split * p.batch + b) * p.n_heads + h;
+    if (tok_begin >= tok_end) {  // empty split
+        if (lane == 0) p.lse_partial[row_out] = -INFINITY;
+        return;
+    }
+
+    for (int i = threadIdx.x; i < kSimpleHeads * kMlaRow; i += kThreads) {
+        const int hh = i / kMlaRow, e = i % kMlaRow;
+        q_s[hh][e] = __bfloat162float(p.q[(size_t)b * p.q_batch_stride + (size_t)(group * kSimpleHeads + hh) * p.q_head_stride + e]);
+    }
+    const __nv_bfloat16 *seq = p.kv_cache + (size_t)b * p.cache_batch_stride;
+
+    float m = -INFINITY, l = 0.f;
+    float acc[kMlaLatent / 32];
+    for (int j = 0; j < kMlaLatent / 32; ++j) acc[j] = 0.f;
+
+    for (int t0 = tok_begin; t0 < tok_end; t0 += kSimpleTokens) {
+        const int n_tok = min(kSimpleTokens, tok_end - t0);
+        __syncthreads();  // q_s written / previous tokens consumed
+        for (int i = threadIdx.x; i < n_tok * kMlaRow; i += kThreads) {
+            const int r = i / kMlaRow, e = i % kMlaRow, t = t0 + r;
+            const __nv_bfloat16 *row = seq + (size_t)t * p.cache_row_stride;
+            const float x = __bfloat162float(row[e]);
+            if (e < kMlaLatent || p.rope_cos == nullptr) {
+                kv_s[r][e] = x;
+            } else {
+                const int i_pe = e - kMlaLatent, half = kMlaRope / 2;
+                const float rot = i_pe < half ? -__bfloat162float(row[e + half]) : __bfloat162float(row[e - half]);
+                const float c = __bfloat162float(p.rope_cos[(size_t)t * kMlaRope + i_pe]);
+                const float s = __bfloat162float(p.rope_sin[(size_t)t * kMlaRope + i_pe]);
+                kv_s[r][e] = __bfloat162float(rope_reference(x, rot, c, s));
+            }
+        }
+        __syncthreads();
+        for (int r = 0; r < n_tok; ++r) {
+            float dot = 0.f;
+            for (int e = lane; e < kMlaRow; e += 32) dot += q_s[warp][e] * kv_s[r][e];
+            for (int o = 16; o > 0; o /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+            const float s = dot * p.softmax_scale;
+            const float m_new = fmaxf(m, s);
+            const float alpha = expf(m - m_new);  // m = -inf on the first token: alpha = 0
+            const float pw = expf(s - m_new);
+            l = l * alpha + pw;
+            for (int j = 0; j < kMlaLatent / 32; ++j) acc[j] = acc[j] * alpha + pw * kv_s[r][lane + 32 * j];
+            m = m_new;
+        }
+    }
+    float *o = p.o_partial + row_out * kMlaLatent;
+    for (int j = 0; j < kMlaLatent / 32; ++j) o[lane + 32 * j] = acc[j] / l;
+    if (lane == 0) p.lse_partial[row_out] = m + logf(l);
+}
+
+// ============================================================================================================
+// fast: mma.sync m16n8k16 bf16 → fp32. Block = (split, sequence, group of up to 64 heads), 8 warps.
+//   smem: Q [64][576] (loaded once; head rows beyond n_heads are zero), KV [2][TILE_T][576] (cp.async double
+//   buffer; rows ≥ T zero-filled by cp.async src-size 0, never loaded), both with the 16-byte chunk of each row
+//   XOR-swizzled by (row & 7) so ldmatrix is conflict-free without padding (padding would not fit 227 KB);
+//   P [64][TILE_T + 8] bf16 (padded), per-tile row max / row sum [2 halves][64].
+//   S = Q·Kᵀ:  warp w → head rows 16·(w%4)..+16, tokens (TILE_T/2)·(w/4)..+TILE_T/2, K = 576 (36 k-steps).
+//   O += P·V: warp w → head rows 32·(w%2)..+32, latent columns 128·(w/2)..+128 (V = the tile's latent part,
+//             ldmatrix.trans), 2 × 16 m16n8 accumulators = 128 fp32 per thread.
+//   Both phases keep their own copy of the running row max m (same inputs, same max → identical values);
+//   the PV warps keep the row sum l. Scores are kept in the log2 domain (scale · log2 e) for exp2f.
+// ============================================================================================================
+constexpr int kFastHeads = 64;
+constexpr int kChunksPerRow = kMlaRow / 8;  // 72 chunks of 16 bytes
+
+template <int TILE_T>
+struct FastLayout {
+    static constexpr int kPStride = TILE_T + 8;  // 16-byte pad: ldmatrix rows on distinct banks
+    static constexpr size_t kQBytes = (size_t)kFastHeads * kMlaRow * 2;
+    static constexpr size_t kKvBytes = (size_t)TILE_T * kMlaRow * 2;
+    static constexpr size_t kPBytes = (size_t)kFastHeads * kPStride * 2;
+    static constexpr size_t kStatBytes = 4 * kFastHeads * sizeof(float);  // tile max [2][64], tile sum [2][64]
+    static constexpr size_t kSmemBytes = kQBytes + 2 * kKvBytes + kPBytes + kStatBytes;
+};
+
+// Element offset of (row, col) in a swizzled [rows][576] tile: chunk c of row r sits at chunk c ^ (r & 7)
+// (stays inside its aligned group of 8 chunks since 72 = 9·8). A row is 1152 B = 9·128 B, so the 8 rows an
+// ldmatrix reads (consecutive, 8-aligned) land on 8 different 16-byte bank groups.
+__device__ __forceinline__ int swizzled(int row, int col) {
+    return row * kMlaRow + ((((col >> 3) ^ (row & 7)) << 3) | (col & 7));
+}
+
+__device__ __forceinline__ uint32_t smem_addr(const void *ptr) { return (uint32_t)__cvta_generic_to_shared(ptr); }
+
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void *src, bool valid) {
+    const int src_bytes = valid ? 16 : 0;  // 0: fill the 16 bytes with zeros, read nothing
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+// D (16×8 fp32) += A (16×16 bf16, row) · B (16×8 bf16, col).
+// Fragments (g = lane/4, t = lane%4): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..);
+// b0 (k 2t..2t+1, n g), b1 (k 2t+8.., n g); c0 c1 (g, 2t..2t+1), c2 c3 (g+8, 2t..2t+1).
+__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <int TILE_T>
+__device__ __forceinline__ void fast_attention(const MlaAttentionParams &p) {
+    using L = FastLayout<TILE_T>;
+    constexpr int kSTokens = TILE_T / 2;     // tokens of the S tile per warp
+    constexpr int kSNTiles = kSTokens / 8;   // m16n8 tiles of S per warp
+    constexpr int kONTiles = 128 / 8;        // m16n8 tiles of O per warp and m-tile (128 columns)
+    constexpr int kPS = L::kPStride;
+
+    extern __shared__ __align__(128) unsigned char smem[];
+    __nv_bfloat16 *q_s = reinterpret_cast<__nv_bfloat16 *>(smem);
+    __nv_bfloat16 *kv_s = reinterpret_cast<__nv_bfloat16 *>(smem + L::kQBytes);  // [2][TILE_T][576]
+    __nv_bfloat16 *p_s = reinterpret_cast<__nv_bfloat16 *>(smem + L::kQBytes + 2 * L::kKvBytes);
+    float *tile_max = reinterpret_cast<float *>(smem + L::kQBytes + 2 * L::kKvBytes + L::kPBytes);  // [2][64]
+    float *tile_sum = tile_max + 2 * kFastHeads;                                                    // [2][64]
+
+    const int n_groups = (p.n_heads + kFastHeads - 1) / kFastHeads;
+    const int group = blockIdx.x % n_groups;
+    const int split = (blockIdx.x / n_groups) % p.n_splits;
+    const int b = blockIdx.x / n_groups / p.n_splits;
+    const int head0 = group * kFastHeads;
+    const int heads = min(kFastHeads, p.n_heads - head0);
+
+    const int len = p.cache_lens[b];
+    if (!length_is_valid(len, p.max_cache_len)) return;  // the combine writes NaN; read nothing
+    const int T = len + 1;
+    const int tok_begin = split * p.split_len;
+    const int tok_end = min(T, tok_begin + p.split_len);
+    if (tok_begin >= tok_end) {  // empty split: the combine never reads its o_partial
+        if ((int)threadIdx.x < heads)
+            p.lse_partial[((size_t)split * p.batch + b) * p.n_heads + head0 + threadIdx.x] = -INFINITY;
+        return;
+    }
+    const int n_tiles = (tok_end - tok_begin + TILE_T - 1) / TILE_T;
+
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, t4 = lane % 4;
+    const __nv_bfloat16 *seq = p.kv_cache + (size_t)b * p.cache_batch_stride;
+
+    // ---- async loads: Q once, KV tiles with rows ≥ T zero-filled ----
+    {
+        const __nv_bfloat16 *q_seq = p.q + (size_t)b * p.q_batch_stride;
+        for (int i = tid; i < kFastHeads * kChunksPerRow; i += kThreads) {
+            const int r = i / kChunksPerRow, c = i % kChunksPerRow;
+            const bool valid = r < heads;
+            const __nv_bfloat16 *src = q_seq + (size_t)(valid ? head0 + r : head0) * p.q_head_stride + c * 8;
+            cp_async_16(smem_addr(q_s + swizzled(r, c * 8)), src, valid);
+        }
+    }
+    auto load_tile = [&](int tile, int stage) {
+        const int t_first = tok_begin + tile * TILE_T;
+        __nv_bfloat16 *dst = kv_s + (size_t)stage * TILE_T * kMlaRow;
+        // not unrolled: unrolled, the compiler keeps all 18 (row, chunk) addresses live across the tile loop
+        int r = tid / kChunksPerRow, c = tid % kChunksPerRow;
+#pragma unroll 1
+        for (int j = 0; j < TILE_T * kChunksPerRow / kThreads; ++j) {
+            const bool valid = t_first + r < T;
+            const __nv_bfloat16 *src = seq + (size_t)(valid ? t_first + r : 0) * p.cache_row_stride + c * 8;
+            cp_async_16(smem_addr(dst + swizzled(r, c * 8)), src, valid);
+            c += kThreads % kChunksPerRow, r += kThreads / kChunksPerRow;  // next i = i + kThreads
+            if (c >= kChunksPerRow) c -= kChunksPerRow, ++r;
+        }
+        cp_async_commit();
+    };
+    static_assert(TILE_T * kChunksPerRow % kThreads == 0, "tile load is not uniform over the threads");
+    load_tile(0, 0);  // one group with Q
+
+    // ---- per-warp roles ----
+    const int s_row0 = 16 * (warp % 4), s_tok0 = kSTokens * (warp / 4), s_half = warp / 4;
+    const int o_row0 = 32 * (warp % 2), o_col0 = 128 * (warp / 2);
+    const float scale_log2 = p.softmax_scale * kLog2e;
+
+    float m_s[2] = {-INFINITY, -INFINITY};  // running max of S rows s_row0 + g, + 8 (log2 domain)
+    float m_o[2][2], l_o[2][2];             // running max / sum of O rows o_row0 + 16·mt + g + 8·hh
+    float o_acc[2][kONTiles][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) {
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) m_o[mt][hh] = -INFINITY, l_o[mt][hh] = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < kONTiles; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) o_acc[mt][nt][e] = 0.f;
+    }
+
+    const uint32_t q_base = smem_addr(q_s);
+    const uint32_t p_base = smem_addr(p_s);
+
+    for (int tile = 0; tile < n_tiles; ++tile) {
+        const int stage = tile & 1;
+        const int t_first = tok_begin + tile * TILE_T;
+        __nv_bfloat16 *kv = kv_s + (size_t)stage * TILE_T * kMlaRow;
+        const uint32_t kv_base = smem_addr(kv);
+
+        cp_async_wait_all();
+        __syncthreads();  // this tile (and Q) landed for everyone; everyone is done with the previous tile
+        if (tile + 1 < n_tiles) load_tile(tile + 1, stage ^ 1);
+
+        // ---- rotate the tile's keys once, in place (reference convention) ----
+        if (p.rope_cos != nullptr) {
+            constexpr int kHalf = kMlaRope / 2;
+#pragma unroll 1
+            for (int j = 0; j < TILE_T * kHalf / kThreads; ++j) {
+                const int i = tid + j * kThreads;
+                const int r = i / kHalf, d = i % kHalf, t = t_first + r;
+                if (t < T) {
+                    __nv_bfloat16 *lo = kv + swizzled(r, kMlaLatent + d);
+                    __nv_bfloat16 *hi = kv + swizzled(r, kMlaLatent + d + kHalf);
+                    const float x_lo = __bfloat162float(*lo), x_hi = __bfloat162float(*hi);
+                    const __nv_bfloat16 *cos_t = p.rope_cos + (size_t)t * kMlaRope;
+                    const __nv_bfloat16 *sin_t = p.rope_sin + (size_t)t * kMlaRope;
+                    // rotate_half([a, b]) = [-b, a]
+                    *lo = rope_reference(x_lo, -x_hi, __bfloat162float(cos_t[d]), __bfloat162float(sin_t[d]));
+                    *hi = rope_reference(x_hi, x_lo, __bfloat162float(cos_t[d + kHalf]),
+                                         __bfloat162float(sin_t[d + kHalf]));
+                }
+            }
+            __syncthreads();
+        }
+
+        // ---- S = Q·Kᵀ for 16 heads × kSTokens tokens ----
+        float s_acc[kSNTiles][4];
+#pragma unroll
+        for (int nt = 0; nt < kSNTiles; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s_acc[nt][e] = 0.f;
+        {
+            // k-step ks reads chunk 2·ks + half of each row; 4 k-steps cover one swizzle group of 8 chunks, so
+            // the swizzled chunk is 8·group + ((2·j + half) ^ (row & 7)) with j = ks % 4: per-lane constants.
+            const int a_row = s_row0 + (lane % 16), a_half = lane / 16;
+            const int b_row = s_tok0 + 8 * (lane / 16) + (lane % 8), b_half = (lane / 8) % 2;
+            const uint32_t a_addr = q_base + 2 * a_row * kMlaRow;
+            const uint32_t b_addr = kv_base + 2 * b_row * kMlaRow;
+#pragma unroll 1
+            for (int grp = 0; grp < kChunksPerRow / 8; ++grp) {
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    uint32_t a[4];
+                    ldmatrix_x4(a, a_addr + 16 * (8 * grp + ((2 * j + a_half) ^ (a_row & 7))));
+#pragma unroll
+                    for (int np = 0; np < kSNTiles / 2; ++np) {
+                        uint32_t bb[4];  // n-tile 2np: bb[0], bb[1]; n-tile 2np+1: bb[2], bb[3]
+                        // rows b_row + 16·np have the same (row & 7) as b_row
+                        ldmatrix_x4(bb, b_addr + 2 * 16 * np * kMlaRow + 16 * (8 * grp + ((2 * j + b_half) ^ (b_row & 7))));
+                        mma_bf16_16816(s_acc[2 * np], a, bb[0], bb[1]);
+                        mma_bf16_16816(s_acc[2 * np + 1], a, bb[2], bb[3]);
+                    }
+                }
+            }
+        }
+
+        // ---- online softmax, step 1: mask tokens ≥ T, tile row max per half ----
+        float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int nt = 0; nt < kSNTiles; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int t = t_first + s_tok0 + nt * 8 + 2 * t4 + (e % 2);
+                const float v = t < T ? s_acc[nt][e] * scale_log2 : -INFINITY;
+                s_acc[nt][e] = v;
+                mx[e / 2] = fmaxf(mx[e / 2], v);
+            }
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+            mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(0xffffffffu, mx[hh], 1));
+            mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(0xffffffffu, mx[hh], 2));
+            if (t4 == 0) tile_max[s_half * kFastHeads + s_row0 + g + 8 * hh] = mx[hh];
+        }
+        __syncthreads();
+
+        // ---- step 2: new row max, P = exp2(s - m) rounded to bf16 into smem, tile row sums of the rounded P ----
+        {
+            float m_sub[2], sum[2] = {0.f, 0.f};
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh) {
+                const int r = s_row0 + g + 8 * hh;
+                m_s[hh] = fmaxf(m_s[hh], fmaxf(tile_max[r], tile_max[kFastHeads + r]));
+                m_sub[hh] = m_s[hh] == -INFINITY ? 0.f : m_s[hh];  // a fully masked row gives p = 0, not NaN
+            }
+#pragma unroll
+            for (int nt = 0; nt < kSNTiles; ++nt)
+#pragma unroll
+                for (int hh = 0; hh < 2; ++hh) {
+                    const __nv_bfloat162 pp = __floats2bfloat162_rn(exp2f(s_acc[nt][2 * hh] - m_sub[hh]),
+                                                                    exp2f(s_acc[nt][2 * hh + 1] - m_sub[hh]));
+                    sum[hh] += __low2float(pp) + __high2float(pp);
+                    *reinterpret_cast<__nv_bfloat162 *>(p_s + (s_row0 + g + 8 * hh) * kPS + s_tok0 + nt * 8 + 2 * t4) =
+                        pp;
+                }
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh) {
+                sum[hh] += __shfl_xor_sync(0xffffffffu, sum[hh], 1);
+                sum[hh] += __shfl_xor_sync(0xffffffffu, sum[hh], 2);
+                if (t4 == 0) tile_sum[s_half * kFastHeads + s_row0 + g + 8 * hh] = sum[hh];
+            }
+        }
+        __syncthreads();
+
+        // ---- step 3: rescale O by exp2(m_old - m_new), update l, O += P·V ----
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh) {
+                const int r = o_row0 + 16 * mt + g + 8 * hh;
+                const float m_new = fmaxf(m_o[mt][hh], fmaxf(tile_max[r], tile_max[kFastHeads + r]));
+                const float alpha = m_new == -INFINITY ? 1.f : exp2f(m_o[mt][hh] - m_new);
+                m_o[mt][hh] = m_new;
+                l_o[mt][hh] = l_o[mt][hh] * alpha + tile_sum[r] + tile_sum[kFastHeads + r];
+#pragma unroll
+                for (int nt = 0; nt < kONTiles; ++nt) {
+                    o_acc[mt][nt][2 * hh] *= alpha;
+                    o_acc[mt][nt][2 * hh + 1] *= alpha;
+                }
+            }
+        {
+            const int v_row = 8 * ((lane / 8) % 2) + (lane % 8), v_half = lane / 16;
+#pragma unroll
+            for (int ks = 0; ks < TILE_T / 16; ++ks) {
+                uint32_t a[2][4];
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt)
+                    ldmatrix_x4(a[mt], p_base + 2 * ((o_row0 + 16 * mt + lane % 16) * kPS + ks * 16 + 8 * (lane / 16)));
+#pragma unroll
+                for (int np = 0; np < kONTiles / 2; ++np) {
+                    uint32_t bb[4];  // n-tile 2np: bb[0], bb[1]; n-tile 2np+1: bb[2], bb[3]
+                    ldmatrix_x4_trans(bb, kv_base + 2 * swizzled(ks * 16 + v_row, o_col0 + 16 * np + 8 * v_half));
+#pragma unroll
+                    for (int mt = 0; mt < 2; ++mt) {
+                        mma_bf16_16816(o_acc[mt][2 * np], a[mt], bb[0], bb[1]);
+                        mma_bf16_16816(o_acc[mt][2 * np + 1], a[mt], bb[2], bb[3]);
+                    }
+                }
+            }
+        }
+    }
+
+    // ---- this split's normalized output and natural-log LSE ----
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+            const int r = o_row0 + 16 * mt + g + 8 * hh;
+            if (r >= heads) continue;
+            const size_t row_out = ((size_t)split * p.batch + b) * p.n_heads + head0 + r;
+            const float inv_l = 1.f / l_o[mt][hh];
+            float *dst = p.o_partial + row_out * kMlaLatent + o_col0 + 2 * t4;
+#pragma unroll
+            for (int nt = 0; nt < kONTiles; ++nt)
+                *reinterpret_cast<float2 *>(dst + nt * 8) =
+                    make_float2(o_acc[mt][nt][2 * hh] * inv_l, o_acc[mt][nt][2 * hh + 1] * inv_l);
+            if (o_col0 == 0 && t4 == 0) p.lse_partial[row_out] = (m_o[mt][hh] + log2f(l_o[mt][hh])) * kLn2;
+        }
+}
+
+template <int TILE_T>
+__global__ void __launch_bounds__(kThreads, 1) mla_attention_fast_kernel(const MlaAttentionParams p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+    constexpr bool kBuilt = TILE_T <= 32;  // 64-token tiles need Hopper's 227 KB of smem: sm_8x never launches them
+#else
+    constexpr bool kBuilt = true;
+#endif
+    if constexpr (kBuilt) fast_attention<TILE_T>(p);
+}
+
+// ============================================================================================================
+// combine: block = (sequence, 8 heads), warp = head, lane = 16 columns (4 float4). Splits past T are not read.
+// ============================================================================================================
+constexpr int kCombineHeads = 8;
+
+__global__ void __launch_bounds__(kThreads) mla_attention_combine_kernel(const MlaAttentionParams p) {
+    const int groups = p.n_heads / kCombineHeads;
+    const int b = blockIdx.x / groups;
+    const int h = (blockIdx.x % groups) * kCombineHeads + threadIdx.x / 32;
+    const int lane = threadIdx.x % 32;
+    __nv_bfloat16 *out = p.o_lat + ((size_t)b * p.n_heads + h) * kMlaLatent;
+
+    const int len = p.cache_lens[b];
+    if (!length_is_valid(len, p.max_cache_len)) {
+        const __nv_bfloat16 nan = __float2bfloat16(NAN);
+        for (int c = lane; c < kMlaLatent; c += 32) out[c] = nan;
+        return;
+    }
+    const int n_valid = (len + 1 + p.split_len - 1) / p.split_len;
+    auto lse_of = [&](int s) { return p.lse_partial[((size_t)s * p.batch + b) * p.n_heads + h]; };
+
+    float mx = -INFINITY;
+    for (int s = lane; s < n_valid; s += 32) mx = fmaxf(mx, lse_of(s));
+    for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    float den = 0.f;
+    for (int s = lane; s < n_valid; s += 32) den += expf(lse_of(s) - mx);
+    for (int o = 16; o > 0; o /= 2) den += __shfl_xor_sync(0xffffffffu, den, o);
+    const float inv_den = 1.f / den;
+
+    float4 acc[4];
+    for (int j = 0; j < 4; ++j) acc[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int s = 0; s < n_valid; ++s) {
+        const float lse = lse_of(s);
+        if (lse == -INFINITY) continue;  // an empty split's o_partial was never written
+        const float w = expf(lse - mx) * inv_den;
+        const float4 *src =
+            reinterpret_cast<const float4 *>(p.o_partial + (((size_t)s * p.batch + b) * p.n_heads + h) * kMlaLatent);
+        for (int j = 0; j < 4; ++j) {
+            const float4 v = src[lane + 32 * j];
+            acc[j].x += w * v.x, acc[j].y += w * v.y, acc[j].z += w * v.z, acc[j].w += w * v.w;
+        }
+    }
+    for (int j = 0; j < 4; ++j) {
+        const __nv_bfloat162 lo = __floats2bfloat162_rn(acc[j].x, acc[j].y);
+        const __nv_bfloat162 hi = __floats2bfloat162_rn(acc[j].z, acc[j].w);
+        uint2 packed;
+        memcpy(&packed.x, &lo, 4);
+        memcpy(&packed.y, &hi, 4);
+        *reinterpret_cast<uint2 *>(out + 4 * (lane + 32 * j)) = packed;
+    }
+}
+
+bool simple_attention_requested() {
+    static const bool requested = [] {
+        const char *v = std::getenv("LATTE_MLA_SIMPLE_ATTENTION");
+        return v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
+    }();
+    return requested;
+}
+
+// Raise a fast kernel's dynamic smem limit once per device (cudaFuncSetAttribute is per device and idempotent,
+// so a race between two first calls is harmless).
+template <int TILE_T>
+cudaError_t prepare_fast_kernel(int device) {
+    static std::atomic<unsigned long long> done_mask{0};
+    const unsigned long long bit = device < 64 ? 1ull << device : 0ull;
+    if (bit != 0 && (done_mask.load(std::memory_order_acquire) & bit)) return cudaSuccess;
+    const cudaError_t e = cudaFuncSetAttribute(mla_attention_fast_kernel<TILE_T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               (int)FastLayout<TILE_T>::kSmemBytes);
+    if (e == cudaSuccess) done_mask.fetch_or(bit, std::memory_order_acq_rel);
+    return e;
+}
+
+}  // namespace
+
+void mla_attention_schedule(int batch, int n_heads, int max_cache_len, int sm_count, int *n_splits, int *split_len) {
+    const long long max_tokens = (long long)(max_cache_len > 0 ? max_cache_len : 0) + 1;
+    const long long groups = (n_heads + kFastHeads - 1) / kFastHeads > 0 ? (n_heads + kFastHeads - 1) / kFastHeads : 1;
+    const long long blocks = (long long)(batch > 0 ? batch : 1) * groups;
+    const long long target = 2LL * (sm_count > 0 ? sm_count : 132);
+    const long long want = blocks >= target ? 1 : (target + blocks - 1) / blocks;
+    long long len = (max_tokens + want - 1) / want;
+    len = (len + 63) / 64 * 64;
+    if (len < 128) len = 128;  // every split re-loads Q (72 KB): keep splits long enough to amortize it
+    *split_len = (int)len;
+    *n_splits = (int)((max_tokens + len - 1) / len);
+}
+
+size_t mla_attention_workspace_bytes(int batch, int n_heads, int n_splits) {
+    const size_t rows = (size_t)n_splits * batch * n_heads;
+    return rows * kMlaLatent * sizeof(float) + rows * sizeof(float);
+}
+
+cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t stream) {
+    if (p.batch <= 0) return cudaSuccess;
+    if (p.n_heads <= 0 || p.n_heads % 16 != 0 || p.n_heads > 128 || p.n_splits <= 0 || p.split_len <= 0 ||
+        p.split_len % 64 != 0 || (long long)p.n_splits * p.split_len < (long long)p.max_cache_len + 1)
+        return cudaErrorInvalidValue;
+    // cp.async moves 16-byte chunks; o_partial is written as float2 and read as float4
+    const auto misaligned = [](const void *ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 != 0; };
+    if (misaligned(p.q) || misaligned(p.kv_cache) || misaligned(p.o_partial) || misaligned(p.o_lat) ||
+        p.q_batch_stride % 8 != 0 || p.q_head_stride % 8 != 0 || p.cache_batch_stride % 8 != 0 ||
+        p.cache_row_stride % 8 != 0)
+        return cudaErrorMisalignedAddress;
+
+    int device = 0, smem_optin = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e != cudaSuccess) return e;
+    e = cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (e != cudaSuccess) return e;
+
+    const long long groups_simple = p.n_heads / kSimpleHeads;
+    const long long groups_fast = (p.n_heads + kFastHeads - 1) / kFastHeads;
+    const long long per_split = (long long)p.n_splits * p.batch;
+    if (per_split * groups_simple > 0x7fffffffLL) return cudaErrorInvalidValue;
+
+    // 64-token tiles need ~226 KB of smem (Hopper); 32-token tiles ~150 KB (A100); else the simple kernel.
+    if (!simple_attention_requested() && (size_t)smem_optin >= FastLayout<64>::kSmemBytes) {
+        if ((e = prepare_fast_kernel<64>(device)) != cudaSuccess) return e;
+        mla_attention_fast_kernel<64>
+            <<<(unsigned)(per_split * groups_fast), kThreads, FastLayout<64>::kSmemBytes, stream>>>(p);
+    } else if (!simple_attention_requested() && (size_t)smem_optin >= FastLayout<32>::kSmemBytes) {
+        if ((e = prepare_fast_kernel<32>(device)) != cudaSuccess) return e;
+        mla_attention_fast_kernel<32>
+            <<<(unsigned)(per_split * groups_fast), kThreads, FastLayout<32>::kSmemBytes, stream>>>(p);
+    } else {
+        mla_attention_simple_kernel<<<(unsigned)(per_split * groups_simple), kThreads, 0, stream>>>(p);
+    }
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    mla_attention_combine_kernel<<<(unsigned)((long long)p.batch * (p.n_heads / kCombineHeads)), kThreads, 0, stream>>>(p);
+    return cudaGetLastError();
+}
+
+}  // namespace latte

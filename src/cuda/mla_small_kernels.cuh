@@ -1,0 +1,36 @@
+// Small kernels of the MLA decode layer (CUDA backend): the down-projection epilogue (split-K sum, q_lora,
+// cache append with the bad-length guard), the query rope, and the plan-time W_UK transpose.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace latte {
+
+struct MlaDownEpilogueArgs {
+    const float *partial;          // [split][batch][dq + 576] fp32 (the down GEMM's partial sums)
+    int split;
+    int64_t batch;
+    int dq;                        // q_lora_rank
+    __nv_bfloat16 *q_lora;         // [batch][dq] bf16
+    __nv_bfloat16 *kv_cache;       // appended at row cache_lens[b]
+    int64_t cache_batch_stride, cache_row_stride;
+    const int32_t *cache_lens;
+    int64_t max_cache_len;
+    const __nv_bfloat16 *rope_cos; // [>= max_cache_len + 1][64]
+    const __nv_bfloat16 *rope_sin;
+    int rotate_keys;               // keys stored rotated: append rope(k_pe, len) instead of k_pe
+    unsigned long long *bad_lengths;  // plan-owned counter, +1 per sequence with an invalid length
+};
+void mla_down_epilogue_launch(const MlaDownEpilogueArgs &a, cudaStream_t stream);
+
+// q_attn[b][h][512 + i] = rope_bf16(q[b][h*192 + 128 + i], pos b), i < 64; pos = len[b] (0 when invalid)
+void mla_q_rope_launch(const __nv_bfloat16 *q, __nv_bfloat16 *q_attn, int64_t batch, int n_heads,
+                       const int32_t *cache_lens, int64_t max_cache_len, const __nv_bfloat16 *rope_cos,
+                       const __nv_bfloat16 *rope_sin, cudaStream_t stream);
+
+// w_uk_t[h][r][j] = wkv_up[h*256 + j][r] (j < 128, r < 512): W_UKᵀ per head, the absorption's B operand
+void mla_transpose_w_uk_launch(const __nv_bfloat16 *wkv_up, __nv_bfloat16 *w_uk_t, int n_heads, cudaStream_t stream);
+
+}  // namespace latte

@@ -1,0 +1,407 @@
+/*
+ * The MLA decode layer on the CUDA backend against the CPU backend (same weights, same inputs).
+ *
+ * The CPU backend rounds at the same points as the GPU backend (src/cpu/mla_cpu.c states the contract), so
+ * the two differ only by fp32 summation order; every element of y is held to the reference check
+ * |y - y_ref| <= 8e-3 + 2e-2 |y_ref| (NaN patterns equal) and the max relative error is printed.
+ * Large batches are checked on a sample of sequences: the CPU runs a sub-batch built from their x rows,
+ * cache sequences and lengths. The cache is checked in full: the appended rows against the CPU's (within
+ * one bf16 ulp) where sampled and not NaN elsewhere, every other byte bit-identical (unused rows and row
+ * padding are NaN-poisoned). Also: invalid lengths (NaN row, no append, counter), determinism (two runs
+ * bitwise equal), CUDA-graph capture and replay, phase events, the rope tables (GPU == CPU bit for bit),
+ * and the LATTE_MLA_SIMPLE_GEMM=1 fallback.
+ */
+#include "test_util.h"
+
+#include <cuda_runtime.h>
+
+#define CK(call)                                                                                \
+    do {                                                                                        \
+        cudaError_t e_ = (call);                                                                \
+        if (e_ != cudaSuccess) {                                                                \
+            fprintf(stderr, "FAIL %s:%d: %s -> %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(e_)); \
+            exit(1);                                                                            \
+        }                                                                                       \
+    } while (0)
+
+enum { ROW = 576 };
+
+/* cheap approximately-normal bf16 (Irwin-Hall of 4, unit variance): the real sizes need ~10^9 values */
+static inline uint16_t fast_normal_bf16(float scale) {
+    const uint64_t r = test_rng_u64();
+    const float s = (float)((r & 0xffff) + ((r >> 16) & 0xffff) + ((r >> 32) & 0xffff) + (r >> 48)) * (1.0f / 65536.0f);
+    return f32_to_bf16((s - 2.0f) * 1.7320508f * scale);
+}
+static void fill_fast(uint16_t *p, size_t n, float scale) {
+    for (size_t i = 0; i < n; i++) p[i] = fast_normal_bf16(scale);
+}
+
+static void *dev_upload(const void *h, size_t bytes) {
+    void *d = NULL;
+    CK(cudaMalloc(&d, bytes));
+    CK(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
+    CK(cudaDeviceSynchronize()); /* pageable copies may still be in flight on return; later work uses other streams */
+    return d;
+}
+
+typedef struct mla_case {
+    const char *name;
+    int64_t H, dim, dq, batch;
+    latte_mla_key_convention conv;
+    float xscale, cscale, wscale;
+    int64_t capacity, max_cache_len;
+    int32_t uniform_len;   /* >= 0: every sequence; -1: random in [0, max_cache_len] incl. both ends */
+    int n_sample;          /* sequences checked against the CPU (>= batch: all) */
+    const int32_t *lens;   /* explicit lengths (bad-length case), or NULL */
+    int64_t row_pad, x_pad, y_pad;
+    int extras;            /* determinism, graph capture, events */
+    int simple_gemm;       /* LATTE_MLA_SIMPLE_GEMM=1 at plan creation */
+} mla_case;
+
+static double wall_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int is_valid_len(int32_t len, int64_t max_len) { return len >= 0 && len <= max_len; }
+
+static void run_case(const mla_case *k) {
+    latte_mla_config cfg = latte_mla_config_deepseek_r1();
+    cfg.n_heads = k->H;
+    cfg.dim = k->dim;
+    cfg.q_lora_rank = k->dq;
+    cfg.key_convention = k->conv;
+    const int64_t H = k->H, dim = k->dim, dq = k->dq, B = k->batch;
+    const double t_start = wall_s();
+
+    /* weights: randn / sqrt(fan_in) (Wo: / sqrt(H*v)), times wscale */
+    const size_t n_qd = (size_t)dq * dim, n_kvd = (size_t)ROW * dim, n_qu = (size_t)H * 192 * dq,
+                 n_kvu = (size_t)H * 256 * 512, n_o = (size_t)dim * H * 128;
+    uint16_t *w_qd = malloc(n_qd * 2), *w_kvd = malloc(n_kvd * 2), *w_qu = malloc(n_qu * 2), *w_kvu = malloc(n_kvu * 2),
+             *w_o = malloc(n_o * 2);
+    fill_fast(w_qd, n_qd, k->wscale / sqrtf((float)dim));
+    fill_fast(w_kvd, n_kvd, k->wscale / sqrtf((float)dim));
+    fill_fast(w_qu, n_qu, k->wscale / sqrtf((float)dq));
+    fill_fast(w_kvu, n_kvu, k->wscale / sqrtf(512.0f));
+    fill_fast(w_o, n_o, k->wscale / sqrtf((float)(H * 128)));
+
+    /* GPU plan from device weights, freed right after (the plan must have copied them) */
+    latte_mla_weights dw = {dev_upload(w_qd, n_qd * 2), dev_upload(w_kvd, n_kvd * 2), dev_upload(w_qu, n_qu * 2),
+                            dev_upload(w_kvu, n_kvu * 2), dev_upload(w_o, n_o * 2)};
+    if (k->simple_gemm) setenv("LATTE_MLA_SIMPLE_GEMM", "1", 1);
+    latte_mla_plan gplan = NULL;
+    latte_status st = latte_mla_plan_create(&gplan, &cfg, &dw, LATTE_BACKEND_CUDA, NULL);
+    if (k->simple_gemm) unsetenv("LATTE_MLA_SIMPLE_GEMM");
+    CHECK(st == LATTE_STATUS_SUCCESS, "%s: GPU plan: %s (%s)", k->name, latte_status_string(st), latte_last_error());
+    cudaFree((void *)dw.wq_down);
+    cudaFree((void *)dw.wkv_down);
+    cudaFree((void *)dw.wq_up);
+    cudaFree((void *)dw.wkv_up);
+    cudaFree((void *)dw.wo);
+    if (st) return;
+
+    /* lengths */
+    int32_t *lens = malloc(B * sizeof(int32_t));
+    for (int64_t b = 0; b < B; b++) {
+        if (k->lens) lens[b] = k->lens[b];
+        else if (k->uniform_len >= 0) lens[b] = k->uniform_len;
+        else lens[b] = (int32_t)test_randint(0, k->max_cache_len);
+    }
+    if (!k->lens && k->uniform_len < 0 && B >= 2) {
+        lens[0] = 0;
+        lens[B - 1] = (int32_t)k->max_cache_len;
+    }
+    int64_t n_bad = 0;
+    for (int64_t b = 0; b < B; b++) n_bad += !is_valid_len(lens[b], k->max_cache_len);
+
+    /* cache: NaN everywhere, random rows below len (a few rows for invalid lengths) */
+    const int64_t rs = ROW + k->row_pad, bs = k->capacity * rs;
+    const size_t n_cache = (size_t)B * bs;
+    uint16_t *cache = malloc(n_cache * 2), *cache_out = malloc(n_cache * 2);
+    for (size_t i = 0; i < n_cache; i++) cache[i] = BF16_NAN;
+    for (int64_t b = 0; b < B; b++) {
+        int64_t rows = is_valid_len(lens[b], k->max_cache_len) ? lens[b] : 4;
+        for (int64_t t = 0; t < rows; t++) fill_fast(cache + b * bs + t * rs, ROW, k->cscale);
+    }
+    const int64_t xs = dim + k->x_pad, ys = dim + k->y_pad;
+    uint16_t *x = malloc((size_t)B * xs * 2), *y = malloc((size_t)B * ys * 2), *y2 = malloc((size_t)B * ys * 2);
+    for (size_t i = 0; i < (size_t)B * xs; i++) x[i] = BF16_NAN; /* padding poisoned */
+    for (int64_t b = 0; b < B; b++) fill_fast(x + b * xs, dim, k->xscale);
+
+    /* rope tables (CPU-built, the reference kind) */
+    const int64_t max_pos = k->max_cache_len + 1;
+    uint16_t *cosh = malloc(max_pos * 64 * 2), *sinh = malloc(max_pos * 64 * 2);
+    CHECK_OK(latte_rope_tables(LATTE_ROPE_BF16_REFERENCE, max_pos, 64, 10000.0f, cosh, sinh, LATTE_BACKEND_CPU, NULL));
+
+    /* GPU run */
+    void *d_cache = dev_upload(cache, n_cache * 2), *d_x = dev_upload(x, (size_t)B * xs * 2);
+    void *d_lens = dev_upload(lens, B * sizeof(int32_t)), *d_cos = dev_upload(cosh, max_pos * 64 * 2),
+         *d_sin = dev_upload(sinh, max_pos * 64 * 2);
+    void *d_y = NULL;
+    CK(cudaMalloc(&d_y, (size_t)B * ys * 2));
+    CK(cudaMemset(d_y, 0xff, (size_t)B * ys * 2)); /* NaN: padding must stay so, rows must be written */
+    size_t wsb = 0;
+    CHECK_OK(latte_mla_workspace_size(gplan, B, k->max_cache_len, &wsb));
+    void *d_ws = NULL;
+    CK(cudaMalloc(&d_ws, wsb ? wsb : 256));
+    CK(cudaMemset(d_ws, 0xff, wsb ? wsb : 256));
+    latte_mla_run_args ra;
+    memset(&ra, 0, sizeof ra);
+    ra.batch = B;
+    ra.x = d_x;
+    ra.x_row_stride = xs;
+    ra.kv_cache.data = d_cache;
+    ra.kv_cache.batch_stride = bs;
+    ra.kv_cache.row_stride = rs;
+    ra.kv_cache.capacity = k->capacity;
+    ra.cache_lens = d_lens;
+    ra.max_cache_len = k->max_cache_len;
+    ra.rope_cos = d_cos;
+    ra.rope_sin = d_sin;
+    ra.rope_max_pos = max_pos;
+    ra.y = d_y;
+    ra.y_row_stride = ys;
+    int64_t cnt = -1;
+    CHECK_OK(latte_mla_plan_bad_lengths(gplan, &cnt, 1, NULL));
+    CHECK_OK(latte_mla_run(gplan, &ra, d_ws, wsb, NULL));
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(y, d_y, (size_t)B * ys * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(cache_out, d_cache, n_cache * 2, cudaMemcpyDeviceToHost));
+    CHECK_OK(latte_mla_plan_bad_lengths(gplan, &cnt, 1, NULL));
+    CHECK(cnt == n_bad, "%s: bad-length counter %lld, expected %lld", k->name, (long long)cnt, (long long)n_bad);
+    const double t_gpu = wall_s() - t_start;
+
+    /* y: padding untouched, valid rows NaN-free, invalid rows all NaN */
+    size_t y_bad = 0;
+    for (int64_t b = 0; b < B; b++) {
+        const int ok = is_valid_len(lens[b], k->max_cache_len);
+        for (int64_t j = 0; j < ys; j++) {
+            const int nan = isnan(bf16_to_f32(y[b * ys + j]));
+            if (j >= dim ? !nan : (ok ? nan : !nan)) y_bad++;
+        }
+    }
+    CHECK(y_bad == 0, "%s: %zu elements of y have the wrong NaN pattern (NaN in valid rows / padding written)",
+          k->name, y_bad);
+
+    /* cache: everything but the appended rows bit-identical; appended rows written (not NaN) */
+    size_t cache_bad = 0, append_nan = 0;
+    for (int64_t b = 0; b < B; b++) {
+        const uint16_t *c0 = cache + b * bs, *c1 = cache_out + b * bs;
+        const int ok = is_valid_len(lens[b], k->max_cache_len);
+        for (int64_t t = 0; t < k->capacity; t++) {
+            const int appended = ok && t == lens[b];
+            if (!appended) {
+                if (memcmp(c0 + t * rs, c1 + t * rs, rs * 2)) cache_bad++;
+            } else {
+                for (int64_t j = 0; j < ROW; j++) append_nan += isnan(bf16_to_f32(c1[t * rs + j]));
+                if (rs > ROW && memcmp(c0 + t * rs + ROW, c1 + t * rs + ROW, (rs - ROW) * 2)) cache_bad++;
+            }
+        }
+    }
+    CHECK(cache_bad == 0, "%s: %zu cache rows changed that must not", k->name, cache_bad);
+    CHECK(append_nan == 0, "%s: %zu NaN in appended cache rows", k->name, append_nan);
+
+    /* the CPU reference on a sample of sequences */
+    int64_t ns = k->n_sample >= B ? B : k->n_sample;
+    int64_t *sample = malloc(ns * sizeof(int64_t));
+    if (ns == B) {
+        for (int64_t i = 0; i < B; i++) sample[i] = i;
+    } else {
+        int64_t n = 0, lo = 0, hi = 0;
+        for (int64_t b = 1; b < B; b++) {
+            if (lens[b] < lens[lo]) lo = b;
+            if (lens[b] > lens[hi]) hi = b;
+        }
+        int64_t want[4] = {0, B - 1, lo, hi};
+        for (int i = 0; i < 4 + 1000 && n < ns; i++) {
+            int64_t cand = i < 4 ? want[i] : test_randint(0, B - 1), dup = 0;
+            for (int64_t j = 0; j < n; j++) dup |= sample[j] == cand;
+            if (!dup) sample[n++] = cand;
+        }
+        ns = n;
+    }
+    latte_mla_weights hw = {w_qd, w_kvd, w_qu, w_kvu, w_o};
+    latte_mla_plan cplan = NULL;
+    CHECK_OK(latte_mla_plan_create(&cplan, &cfg, &hw, LATTE_BACKEND_CPU, NULL));
+    uint16_t *sx = malloc((size_t)ns * dim * 2), *sy = malloc((size_t)ns * dim * 2), *scache = malloc((size_t)ns * bs * 2);
+    int32_t *slens = malloc(ns * sizeof(int32_t));
+    for (int64_t i = 0; i < ns; i++) {
+        memcpy(sx + i * dim, x + sample[i] * xs, dim * 2);
+        memcpy(scache + i * bs, cache + sample[i] * bs, bs * 2);
+        slens[i] = lens[sample[i]];
+    }
+    size_t cwsb = 0;
+    CHECK_OK(latte_mla_workspace_size(cplan, ns, k->max_cache_len, &cwsb));
+    void *cws = malloc(cwsb ? cwsb : 256);
+    latte_mla_run_args ca = ra;
+    ca.batch = ns;
+    ca.x = sx;
+    ca.x_row_stride = dim;
+    ca.kv_cache.data = scache;
+    ca.cache_lens = slens;
+    ca.rope_cos = cosh;
+    ca.rope_sin = sinh;
+    ca.y = sy;
+    ca.y_row_stride = dim;
+    CHECK_OK(latte_mla_run(cplan, &ca, cws, cwsb, NULL));
+    int64_t ccnt = -1;
+    CHECK_OK(latte_mla_plan_bad_lengths(cplan, &ccnt, 0, NULL));
+
+    float *got = malloc(dim * sizeof(float));
+    double *ref = malloc(dim * sizeof(double));
+    size_t y_miss = 0, append_miss = 0;
+    double max_rel = 0.0, max_abs = 0.0;
+    for (int64_t i = 0; i < ns; i++) {
+        const int64_t b = sample[i];
+        for (int64_t j = 0; j < dim; j++) {
+            got[j] = bf16_to_f32(y[b * ys + j]);
+            ref[j] = bf16_to_f32(sy[i * dim + j]);
+            const double d = fabs(got[j] - ref[j]);
+            if (!isnan(d)) {
+                if (d > max_abs) max_abs = d;
+                if (fabs(ref[j]) > 1e-2 && d / fabs(ref[j]) > max_rel) max_rel = d / fabs(ref[j]);
+            }
+        }
+        y_miss += compare_close(k->name, got, ref, dim, 8e-3, 2e-2);
+        if (is_valid_len(lens[b], k->max_cache_len)) {
+            const uint16_t *g = cache_out + b * bs + (int64_t)lens[b] * rs, *c = scache + i * bs + (int64_t)lens[b] * rs;
+            for (int64_t j = 0; j < ROW; j++) {
+                const int32_t gi = (int16_t)g[j], ci = (int16_t)c[j]; /* same sign: adjacent bf16 differ by 1 */
+                if (abs(gi - ci) > 1 && !(bf16_to_f32(g[j]) == 0.0f && bf16_to_f32(c[j]) == 0.0f)) {
+                    if (append_miss < 5)
+                        fprintf(stderr, "  %s: seq %lld appended [%lld]: gpu %g cpu %g\n", k->name, (long long)b,
+                                (long long)j, bf16_to_f32(g[j]), bf16_to_f32(c[j]));
+                    append_miss++;
+                }
+            }
+        }
+    }
+    CHECK(y_miss == 0, "%s: %zu of %lld sampled y elements fail the reference check", k->name, y_miss,
+          (long long)(ns * dim));
+    CHECK(append_miss == 0, "%s: %zu appended cache elements differ from the CPU's by more than 1 bf16 ulp", k->name,
+          append_miss);
+    printf("%s: batch %lld, H %lld, %lld sampled, y max |err| %.3g, max rel err %.3g (|ref| > 1e-2), "
+           "GPU part %.1fs, total %.1fs\n",
+           k->name, (long long)B, (long long)H, (long long)ns, max_abs, max_rel, t_gpu,
+           wall_s() - t_start);
+
+    if (k->extras) {
+        /* determinism: a second run gives the same y bit for bit (the append writes the same row again) */
+        CHECK_OK(latte_mla_run(gplan, &ra, d_ws, wsb, NULL));
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(y2, d_y, (size_t)B * ys * 2, cudaMemcpyDeviceToHost));
+        CHECK(memcmp(y, y2, (size_t)B * ys * 2) == 0, "%s: two runs differ", k->name);
+
+        /* CUDA graph: capture one run on a stream, replay, same y */
+        cudaStream_t s;
+        CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        CK(cudaMemset(d_y, 0, (size_t)B * ys * 2));
+        CK(cudaDeviceSynchronize()); /* s does not synchronize with the legacy stream */
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+        latte_status cst = latte_mla_run(gplan, &ra, d_ws, wsb, (latte_stream_t)s);
+        CK(cudaStreamEndCapture(s, &graph));
+        CHECK(cst == LATTE_STATUS_SUCCESS, "%s: run under capture: %s (%s)", k->name, latte_status_string(cst),
+              latte_last_error());
+        CK(cudaGraphInstantiate(&exec, graph, 0));
+        CK(cudaGraphLaunch(exec, s));
+        CK(cudaGraphLaunch(exec, s));
+        CK(cudaStreamSynchronize(s));
+        CK(cudaMemcpy(y2, d_y, (size_t)B * ys * 2, cudaMemcpyDeviceToHost));
+        for (int64_t b = 0; b < B; b++) /* the padding was zeroed by the memset above */
+            CHECK(memcmp(y + b * ys, y2 + b * ys, dim * 2) == 0, "%s: graph replay row %lld differs", k->name,
+                  (long long)b);
+
+        /* phase events: all six recorded, in order */
+        cudaEvent_t ev[LATTE_MLA_N_PHASE_EVENTS];
+        void *evp[LATTE_MLA_N_PHASE_EVENTS];
+        for (int i = 0; i < LATTE_MLA_N_PHASE_EVENTS; i++) {
+            CK(cudaEventCreate(&ev[i]));
+            evp[i] = ev[i];
+        }
+        evp[2] = NULL; /* NULL entries are skipped */
+        CHECK_OK(latte_mla_run_with_events(gplan, &ra, d_ws, wsb, (latte_stream_t)s, evp));
+        CK(cudaStreamSynchronize(s));
+        float ms_total = -1.0f;
+        CK(cudaEventElapsedTime(&ms_total, ev[0], ev[5]));
+        CHECK(ms_total >= 0.0f, "%s: events out of order", k->name);
+        printf("%s: one run (events) %.1f us\n", k->name, ms_total * 1e3);
+        for (int i = 0; i < LATTE_MLA_N_PHASE_EVENTS; i++) cudaEventDestroy(ev[i]);
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+        cudaStreamDestroy(s);
+    }
+
+    latte_mla_plan_destroy(cplan);
+    latte_mla_plan_destroy(gplan);
+    cudaFree(d_cache);
+    cudaFree(d_x);
+    cudaFree(d_lens);
+    cudaFree(d_cos);
+    cudaFree(d_sin);
+    cudaFree(d_y);
+    cudaFree(d_ws);
+    free(w_qd), free(w_kvd), free(w_qu), free(w_kvu), free(w_o);
+    free(lens), free(cache), free(cache_out), free(x), free(y), free(y2), free(cosh), free(sinh);
+    free(sample), free(sx), free(sy), free(scache), free(slens), free(cws), free(got), free(ref);
+}
+
+/* the GPU rope builder equals the CPU's, bit for bit */
+static void rope_tables_check(latte_rope_kind kind, int64_t max_pos, int64_t P, float base) {
+    const size_t n = (size_t)max_pos * P;
+    uint16_t *c = malloc(n * 2), *s = malloc(n * 2), *gc = malloc(n * 2), *gs = malloc(n * 2);
+    CHECK_OK(latte_rope_tables(kind, max_pos, P, base, c, s, LATTE_BACKEND_CPU, NULL));
+    void *dc = NULL, *ds = NULL;
+    CK(cudaMalloc(&dc, n * 2));
+    CK(cudaMalloc(&ds, n * 2));
+    CHECK_OK(latte_rope_tables(kind, max_pos, P, base, dc, ds, LATTE_BACKEND_CUDA, NULL));
+    CK(cudaMemcpy(gc, dc, n * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(gs, ds, n * 2, cudaMemcpyDeviceToHost));
+    size_t diff = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (c[i] != gc[i] || s[i] != gs[i]) {
+            if (diff < 5)
+                fprintf(stderr, "  rope kind %d P %lld base %g: [%zu] cos %04x/%04x sin %04x/%04x (cpu/gpu)\n", (int)kind,
+                        (long long)P, (double)base, i, c[i], gc[i], s[i], gs[i]);
+            diff++;
+        }
+    }
+    CHECK(diff == 0, "rope tables kind %d, max_pos %lld, P %lld, base %g: %zu of %zu elements differ", (int)kind,
+          (long long)max_pos, (long long)P, (double)base, diff, n);
+    cudaFree(dc), cudaFree(ds);
+    free(c), free(s), free(gc), free(gs);
+}
+
+int main(void) {
+    if (!test_gpu_available("gpu_mla")) return TEST_SKIP;
+    test_seed("gpu_mla");
+
+    rope_tables_check(LATTE_ROPE_BF16_REFERENCE, 8192, 64, 10000.0f);
+    rope_tables_check(LATTE_ROPE_FP32, 8192, 64, 10000.0f);
+    rope_tables_check(LATTE_ROPE_FP32, 70000, 128, 500000.0f);
+    rope_tables_check(LATTE_ROPE_BF16_REFERENCE, 1000, 16, 0.5f);
+
+    static const int32_t bad_lens[6] = {5, -1, 9000, 0, 100, -7};
+    /* Magnitudes: the scores scale with x * wscale^3 * cache. Past a score spread of a few units the softmax
+     * is so peaked that one bf16 ulp of q_lat (any two summation orders differ by that) moves y past the
+     * reference tolerance, for every implementation (the simple CUDA kernels and the CPU backend disagree
+     * there too). So the magnitudes vary, but keep the product of the scales within about 4. */
+    const mla_case cases[] = {
+        /* name                      H    dim   dq    batch conv                         x     cache wscale cap  maxlen unif  samp lens row x  y  extras simple */
+        {"r1 b128 len128",           128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 256, 255, 128, 8, NULL, 0, 0, 0, 1, 0},
+        {"r1 b128 len1024 stored",   128, 7168, 1536, 128, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 1088, 1087, 1024, 8, NULL, 0, 0, 0, 0, 0},
+        {"r1 b128 lens<=8191",       128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 8192, 8191, -1, 8, NULL, 0, 0, 0, 0, 0},
+        {"r1 b64 lens<=4095 stored", 128, 7168, 1536, 64, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 4096, 4095, -1, 6, NULL, 8, 8, 8, 1, 0},
+        {"h16 b1 x0.1",              16,  512,  256,  1,   LATTE_MLA_KEYS_ROTATED_AT_READ, 0.1f, 1.0f, 1.0f, 700, 650, -1, 1, NULL, 0, 0, 0, 1, 0},
+        {"h32 b3 x4 c0.5 stored pad",32,  1024, 512,  3,   LATTE_MLA_KEYS_STORED_ROTATED, 4.0f, 0.5f, 1.0f, 300, 299, -1, 3, NULL, 8, 8, 16, 0, 0},
+        {"h64 b256 c0.1",            64,  2048, 1536, 256, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 0.1f, 1.0f, 320, 300, -1, 8, NULL, 0, 0, 0, 1, 0},
+        {"h16 b6 bad lengths",       16,  1024, 256,  6,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0},
+        {"h16 b6 bad lengths stored",16,  1024, 256,  6,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 0.5f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 0, 0},
+        {"h32 b5 simple GEMM",       32,  1024, 512,  5,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 200, 150, -1, 5, NULL, 0, 0, 0, 0, 1},
+        {"r1 b4 simple GEMM",        128, 7168, 1536, 4,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 160, 150, -1, 4, NULL, 0, 0, 0, 0, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(&cases[i]);
+    return test_finish("gpu_mla");
+}
