@@ -70,6 +70,8 @@ struct latte_mla_plan_s {
 
 /* ---- CPU backend (src/cpu) --------------------------------------------------------------- */
 LATTE_INTERNAL latte_status latte_cpu_qknorm(const latte_qknorm_params *p);
+/* rope frequencies theta[0 .. rope_dim/2) of a table kind (shared by the CPU and CUDA builders) */
+LATTE_INTERNAL void latte_rope_thetas(latte_rope_kind kind, int64_t rope_dim, float base, double *theta);
 LATTE_INTERNAL latte_status latte_cpu_rope_tables(latte_rope_kind kind, int64_t max_pos, int64_t rope_dim,
                                                   float base, uint16_t *rope_cos, uint16_t *rope_sin);
 LATTE_INTERNAL latte_status latte_cpu_mla_plan_init(struct latte_mla_plan_s *plan, const latte_mla_weights *w);

@@ -8,7 +8,7 @@
 /* the reference kind, op by op (see src/cpu/rope_cpu.c for the torch expression it reproduces) */
 static uint16_t ref_entry(int64_t t, int64_t i, int64_t half, float base, int want_sin) {
     const float e = round_bf16(round_bf16(-(float)i) * (1.0f / (float)half));
-    const float theta = round_bf16((float)pow((double)base, (double)e));
+    const float theta = round_bf16((float)pow((double)round_bf16(base), (double)e)); /* torch rounds the base */
     const float angle = round_bf16(round_bf16((float)t) * theta); /* positions go through bf16 */
     return f32_to_bf16((float)(want_sin ? sin((double)angle) : cos((double)angle)));
 }
@@ -54,16 +54,20 @@ static void check_tables(latte_rope_kind kind, int64_t max_pos, int64_t P, float
     free(s);
 }
 
-/* row t=1 of the reference kind at P=64, by hand: angle = theta_i = bf16(10000^(-i/32)) */
+/* row t=1 of the reference kind at P=64, by hand: angle = theta_i = bf16(bf16(10000)^(-i/32)) */
 static void check_row1(void) {
     uint16_t c[4 * 64], s[4 * 64];
     CHECK_OK(latte_rope_tables(LATTE_ROPE_BF16_REFERENCE, 4, 64, 10000.0f, c, s, LATTE_BACKEND_CPU, NULL));
     size_t bad = 0;
     for (int i = 0; i < 32; i++) {
-        const double theta = round_bf16((float)pow(10000.0, -i / 32.0)); /* i/32 exact in bf16 */
+        const double theta = round_bf16((float)pow(9984.0, -i / 32.0)); /* bf16(10000) = 9984; i/32 exact */
         if (c[64 + i] != f32_to_bf16((float)cos(theta)) || s[64 + i] != f32_to_bf16((float)sin(theta))) bad++;
     }
-    CHECK(bad == 0, "reference row t=1: %zu entries differ from bf16(cos(bf16(10000^(-i/32))))", bad);
+    CHECK(bad == 0, "reference row t=1: %zu entries differ from bf16(cos(bf16(9984^(-i/32))))", bad);
+    /* pinned to PyTorch (2.11 on an H200, 2.15 on a CPU, both): theta_15 = 0.01336669921875 (bf16 0x3c5b),
+     * while the unrounded base would give bf16(10000^-0.46875) = 0.0133056640625: row 1 holds cos/sin(theta) */
+    CHECK(c[64 + 15] == f32_to_bf16((float)cos(0.01336669921875)) && s[64 + 15] == f32_to_bf16((float)sin(0.01336669921875)),
+          "reference row 1, i=15: sin %04x, expected sin(0.01336669921875) as PyTorch computes it", s[64 + 15]);
     CHECK(c[64] == 0x3f0a && s[64] == 0x3f57, "reference row 1, i=0: cos %04x sin %04x (expected bf16 cos(1), sin(1))",
           c[64], s[64]);
     /* the position rounding: bf16(257) = 256, so rows 256 and 257 of the reference kind are equal */

@@ -25,7 +25,8 @@ def numpy_tables(kind, max_pos, d, base):
         # e_i = bf16(-i * (1/half)) (the reference divides in bf16), theta_i = bf16(base^e_i),
         # angle = bf16(bf16(t) * theta_i): torch promotes the int positions to bf16 first
         e = bf16_round((-i).astype(np.float32) * np.float32(1.0 / half))
-        theta = bf16_round(np.power(np.float64(base), e).astype(np.float32))
+        # the scalar base takes the tensor's dtype in torch: bf16(10000) = 9984
+        theta = bf16_round(np.power(np.float64(bf16_round(np.float32(base))), e).astype(np.float32))
         ang = bf16_round((bf16_round(t)[:, None] * theta[None, :]).astype(np.float32))
     else:
         # theta_i = base^(-i/half), angle = fp32(t * theta_i)

@@ -13,7 +13,10 @@
  *     e_i     = bf16(float(-i) * (1.0f / (P/2)))   arange is exact (i < 2^8) for P <= 512; CUDA divides a
  *                                                  tensor by a CPU scalar as a multiply by its fp32 reciprocal
  *                                                  (exact, and equal to the division, when P/2 is a power of 2)
- *     theta_i = bf16(powf(base, e_i))              pow in fp32 (here: double pow rounded to float)
+ *     b       = bf16(base)                         the Python scalar base takes the tensor's dtype: 10000 -> 9984
+ *                                                  (checked against torch: with the unrounded base, 4 of the
+ *                                                  32 thetas differ and 20% of the table elements)
+ *     theta_i = bf16(powf(b, e_i))                 pow in fp32 (here: double pow rounded to float)
  *     t_b     = bf16(t)                            type promotion turns the int64 positions into bf16 first,
  *                                                  so positions above 256 are rounded (t=257 -> 256)
  *     angle   = bf16(t_b * theta_i)                product in fp32, rounded
@@ -28,21 +31,29 @@
 
 static uint16_t bf16_of_double(double v) { return latte_f32_to_bf16((float)v); }
 
+/* The frequencies of both kinds, shared with the CUDA builder (src/cuda/rope_tables.cu) so the two tables
+ * are bitwise equal. For the reference kind every theta is exactly a bf16 value. */
+void latte_rope_thetas(latte_rope_kind kind, int64_t rope_dim, float base, double *theta) {
+    const int64_t half = rope_dim / 2;
+    for (int64_t i = 0; i < half; i++) {
+        if (kind == LATTE_ROPE_BF16_REFERENCE) {
+            const float inv_half = 1.0f / (float)half;
+            const float e = latte_round_bf16(latte_round_bf16(-(float)i) * inv_half);
+            const float base_b = latte_round_bf16(base); /* BASE ROUNDING: the scalar becomes bf16 (torch promotion) */
+            theta[i] = (double)latte_round_bf16((float)pow((double)base_b, (double)e));
+        } else {
+            theta[i] = pow((double)base, -(double)i / (double)half);
+        }
+    }
+}
+
 latte_status latte_cpu_rope_tables(latte_rope_kind kind, int64_t max_pos, int64_t rope_dim, float base, uint16_t *rope_cos,
                                    uint16_t *rope_sin) {
     const int64_t half = rope_dim / 2;
     const int ref = kind == LATTE_ROPE_BF16_REFERENCE;
     /* theta per frequency; half <= 2048 (the API checks rope_dim <= 4096) */
     double theta[2048]; /* exactly a bf16 value for the reference kind */
-    for (int64_t i = 0; i < half; i++) {
-        if (ref) {
-            const float inv_half = 1.0f / (float)half;
-            const float e = latte_round_bf16(latte_round_bf16(-(float)i) * inv_half);
-            theta[i] = (double)latte_round_bf16((float)pow((double)base, (double)e));
-        } else {
-            theta[i] = pow((double)base, -(double)i / (double)half);
-        }
-    }
+    latte_rope_thetas(kind, rope_dim, base, theta);
 #pragma omp parallel for schedule(static)
     for (int64_t t = 0; t < max_pos; t++) {
         uint16_t *c = rope_cos + t * rope_dim, *s = rope_sin + t * rope_dim;

@@ -68,15 +68,7 @@ extern "C" latte_status latte_cuda_rope_tables(latte_rope_kind kind, int64_t max
     const int half = (int)(rope_dim / 2);  // <= 2048 (validated)
     const int ref = kind == LATTE_ROPE_BF16_REFERENCE;
     RopeThetas th;
-    for (int i = 0; i < half; i++) {  // the CPU builder's code, verbatim in effect
-        if (ref) {
-            const float inv_half = 1.0f / (float)half;
-            const float e = latte_round_bf16(latte_round_bf16(-(float)i) * inv_half);
-            th.theta[i] = (double)latte_round_bf16((float)pow((double)base, (double)e));
-        } else {
-            th.theta[i] = pow((double)base, -(double)i / (double)half);
-        }
-    }
+    latte_rope_thetas(kind, rope_dim, base, th.theta);  // the CPU builder's frequencies, bit for bit
     for (int i = half; i < 2048; i++) th.theta[i] = 0.0;
     const int64_t work = max_pos * half;
     int64_t blocks = (work + 255) / 256;
