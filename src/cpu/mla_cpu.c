@@ -53,6 +53,10 @@
 #define LATTE_HOT
 #endif
 #define LATTE_INLINE static inline __attribute__((always_inline))
+#if defined(__GNUC__) && !defined(__clang__)
+/* the 32-byte vector helpers are always inlined: no call passes a vector, so no ABI is involved */
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 
 enum { GEMM_NB = 32, GEMM_KB = 1024, SCORE_TC = 128, HB = 4 };
 
@@ -190,24 +194,36 @@ typedef struct gemm {
     int64_t ldy;
 } gemm;
 
-LATTE_INLINE float hsum8(const float *a) { return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7])); }
+/* 8 fp32 lanes: one AVX register in the FMA clone, two SSE registers in the default one */
+typedef float v8f __attribute__((vector_size(32)));
+LATTE_INLINE v8f load8(const float *p) {
+    v8f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+/* the fixed reduction order of the 8 lanes */
+LATTE_INLINE float hsum8(const v8f *v) {
+    const v8f a = *v;
+    return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
 
 /* mr (<= 4, a constant after inlining) rows of A against 2 rows of B over k < klen: 8 independent
- * 8-lane accumulators, then a fixed reduction, then the scalar tail. */
+ * 8-lane accumulators, then the fixed reduction, then the scalar tail. */
 LATTE_INLINE void gemm_micro(const int mr, const float *const a[4], const float *b0, const float *b1, int64_t klen,
                              float out[4][2]) {
-    float acc[4][2][8];
-    for (int i = 0; i < 4; i++)
-        for (int l = 0; l < 8; l++) acc[i][0][l] = acc[i][1][l] = 0.0f;
+    v8f acc[4][2];
+    for (int i = 0; i < 4; i++) acc[i][0] = acc[i][1] = (v8f){0};
     int64_t k = 0;
-    for (; k + 8 <= klen; k += 8)
-        for (int i = 0; i < mr; i++)
-            for (int l = 0; l < 8; l++) {
-                acc[i][0][l] += a[i][k + l] * b0[k + l];
-                acc[i][1][l] += a[i][k + l] * b1[k + l];
-            }
+    for (; k + 8 <= klen; k += 8) {
+        const v8f w0 = load8(b0 + k), w1 = load8(b1 + k);
+        for (int i = 0; i < mr; i++) {
+            const v8f ai = load8(a[i] + k);
+            acc[i][0] += ai * w0;
+            acc[i][1] += ai * w1;
+        }
+    }
     for (int i = 0; i < mr; i++) {
-        float s0 = hsum8(acc[i][0]), s1 = hsum8(acc[i][1]);
+        float s0 = hsum8(&acc[i][0]), s1 = hsum8(&acc[i][1]);
         for (int64_t kk = k; kk < klen; kk++) {
             s0 += a[i][kk] * b0[kk];
             s1 += a[i][kk] * b1[kk];
@@ -281,31 +297,34 @@ LATTE_HOT static void score_task(const float *q, const float *keys, int64_t Kp, 
                                  float *s, int64_t Tp) {
     for (int64_t t = t0; t < t1; t++) {
         const float *k = keys + t * Kp;
-        float acc[HB][8];
-        for (int hh = 0; hh < HB; hh++)
-            for (int l = 0; l < 8; l++) acc[hh][l] = 0.0f;
-        for (int64_t j = 0; j < Kp; j += 8)
-            for (int hh = 0; hh < HB; hh++)
-                for (int l = 0; l < 8; l++) acc[hh][l] += q[hh * Kp + j + l] * k[j + l];
-        for (int hh = 0; hh < HB; hh++) s[hh * Tp + t] = hsum8(acc[hh]) * scale;
+        v8f acc[HB];
+        for (int hh = 0; hh < HB; hh++) acc[hh] = (v8f){0};
+        for (int64_t j = 0; j < Kp; j += 8) {
+            const v8f kj = load8(k + j);
+            for (int hh = 0; hh < HB; hh++) acc[hh] += load8(q + hh * Kp + j) * kj;
+        }
+        for (int hh = 0; hh < HB; hh++) s[hh * Tp + t] = hsum8(&acc[hh]) * scale;
     }
 }
 
 /* o[hh][r0 + l] = bf16(Σ_t p[hh][t]·keys[t][r0 + l]) for HB heads, l < 16, in token order */
 LATTE_HOT static void olat_task(const float *p, int64_t Tp, const float *keys, int64_t Kp, int64_t T, int64_t r0,
                                 float *o, int64_t ldo) {
-    float acc[HB][16];
-    for (int hh = 0; hh < HB; hh++)
-        for (int l = 0; l < 16; l++) acc[hh][l] = 0.0f;
+    v8f acc[HB][2];
+    for (int hh = 0; hh < HB; hh++) acc[hh][0] = acc[hh][1] = (v8f){0};
     for (int64_t t = 0; t < T; t++) {
-        const float *c = keys + t * Kp + r0;
+        const v8f c0 = load8(keys + t * Kp + r0), c1 = load8(keys + t * Kp + r0 + 8);
         for (int hh = 0; hh < HB; hh++) {
             const float ph = p[hh * Tp + t];
-            for (int l = 0; l < 16; l++) acc[hh][l] += ph * c[l];
+            acc[hh][0] += ph * c0;
+            acc[hh][1] += ph * c1;
         }
     }
     for (int hh = 0; hh < HB; hh++)
-        for (int l = 0; l < 16; l++) o[hh * ldo + r0 + l] = latte_round_bf16(acc[hh][l]);
+        for (int l = 0; l < 8; l++) {
+            o[hh * ldo + r0 + l] = latte_round_bf16(acc[hh][0][l]);
+            o[hh * ldo + r0 + 8 + l] = latte_round_bf16(acc[hh][1][l]);
+        }
 }
 
 /* ---- one decode step -------------------------------------------------------------------- */
