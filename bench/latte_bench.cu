@@ -17,6 +17,8 @@
  * labelled as such.
  *
  *   latte-bench [--json PATH] [--peers PATH] [--only mla|qknorm|ceilings] [--quick]
+ *   LATTE_BENCH_QKNORM_VARIANTS=1,2,3 latte-bench ...: the QK-norm table also per kernel variant
+ *   (LATTE_QKNORM_VARIANT, src/cuda/qknorm.cu), each measured in a child process.
  * Exit: 0 ok, 1 a latte call or CUDA failed, 2 no CUDA device or bad usage.
  */
 #include "latte.h"
@@ -35,6 +37,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <unistd.h>
 #include <functional>
 #include <string>
 #include <utility>
@@ -434,7 +437,9 @@ static void bench_qknorm(cudaStream_t s, const Device &dev, const Ceilings &ceil
     cases.push_back({2048, 8192, 8192, LATTE_DTYPE_F16, true, false});
     cases.push_back({2048, 8192, 8192, LATTE_DTYPE_F32, true, false});
 
-    table("QK RMSNorm across heads (median of graph replays; floor = bytes at this run's copy bandwidth)");
+    const char *variant = getenv("LATTE_QKNORM_VARIANT");
+    table("QK RMSNorm across heads (median of graph replays; floor = bytes at this run's copy bandwidth)%s%s",
+          variant && *variant ? ", LATTE_QKNORM_VARIANT=" : "", variant && *variant ? variant : "");
     table("  %-34s %9s %9s %7s %7s %8s %10s %10s", "case", "us", "floor us", "xfloor", "TB/s", "%copy",
           "vs SGLang", "vs t.comp");
     for (const QkCase &c : cases) {
@@ -537,6 +542,58 @@ static void bench_qknorm(cudaStream_t s, const Device &dev, const Ceilings &ceil
         g_records.push_back(rec.text());
     }
     table("  vs SGLang: SGLang's kernel on an H200 (anchors.md, not this run) / ours; vs t.comp: torch.compile (--peers) / ours");
+}
+
+/* LATTE_BENCH_QKNORM_VARIANTS="1,2,3": the QK-norm table once more per listed kernel variant. The library
+ * reads LATTE_QKNORM_VARIANT once per process, so each variant runs in a child latte-bench (--only qknorm,
+ * its own ceilings); the child's output is passed through prefixed with the variant, and its closing
+ * table joins ours. The children's records do not go into --json. */
+static void bench_qknorm_variants(bool quick) {
+    const char *list = getenv("LATTE_BENCH_QKNORM_VARIANTS");
+    if (!list || !*list) return;
+    char exe[4096];
+    const ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) {
+        fprintf(stderr, "latte-bench: LATTE_BENCH_QKNORM_VARIANTS: cannot find this program (/proc/self/exe)\n");
+        g_failures++;
+        return;
+    }
+    exe[len] = '\0';
+    std::string items(list);
+    size_t pos = 0;
+    while (pos <= items.size()) {
+        size_t comma = items.find(',', pos);
+        if (comma == std::string::npos) comma = items.size();
+        std::string v = items.substr(pos, comma - pos);
+        pos = comma + 1;
+        if (v.empty()) continue;
+        if (v.find_first_not_of("0123456789") != std::string::npos) {
+            fprintf(stderr, "latte-bench: LATTE_BENCH_QKNORM_VARIANTS: '%s' is not a number; skipped\n", v.c_str());
+            continue;
+        }
+        std::string cmd = "LATTE_QKNORM_VARIANT=" + v + " LATTE_BENCH_QKNORM_VARIANTS= '" + exe + "' --only qknorm" +
+                          (quick ? " --quick" : "") + " 2>&1";
+        fflush(stdout);
+        FILE *p = popen(cmd.c_str(), "r");
+        if (!p) {
+            fprintf(stderr, "latte-bench: cannot run %s\n", cmd.c_str());
+            g_failures++;
+            continue;
+        }
+        char line[1024];
+        bool closing = false; /* past the child's "==== latte-bench:" line: its closing table */
+        while (fgets(line, sizeof line, p)) {
+            line[strcspn(line, "\n")] = '\0';
+            printf("[variant %s] %s\n", v.c_str(), line);
+            if (!strncmp(line, "==== latte-bench:", 17)) closing = true;
+            else if (closing && (!strncmp(line, "QK RMSNorm", 10) || !strncmp(line, "  ", 2))) g_table.push_back(line);
+        }
+        const int rc = pclose(p);
+        if (rc != 0) {
+            printf("latte-bench: the child for LATTE_QKNORM_VARIANT=%s exited with status %d\n", v.c_str(), rc);
+            g_failures++;
+        }
+    }
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -822,6 +879,7 @@ int main(int argc, char **argv) {
                peers.get("gemm_TFLOPs") ? peers.get("gemm_TFLOPs")->num : NAN);
 
     if (!only || !strcmp(only, "qknorm")) bench_qknorm(s, dev, ceil, peers, quick);
+    if (!only || !strcmp(only, "qknorm")) bench_qknorm_variants(quick);
     if (!only || !strcmp(only, "mla")) bench_mla(s, dev, ceil, peers, quick);
 
     /* the readable table comes last: the GPU tool shows only the tail of the output */

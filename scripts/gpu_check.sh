@@ -118,6 +118,7 @@ ctest_step() { # NAME LABEL EXTRA_ENV
 }
 run_step cpu-test && ctest_step cpu-test cpu 240 "" "$JOBS"
 run_step gpu-test && ctest_step gpu-test gpu 240 "LATTE_REQUIRE_GPU=1" 2
+want gpu-test && [ "$BUILD_OK" = 1 ] && { STEP_T0=$(date +%s); qv=${GPU_CHECK_QKNORM_VARIANTS:-1 2 3 4 5}; bad=""; for v in $qv; do [ "$(left)" -gt 40 ] || { bad="$bad $v(no time)"; continue; }; section "$OUT/tests.log" "gpu_qknorm, LATTE_QKNORM_VARIANT=$v"; (cd "$BUILD/tests" && LATTE_QKNORM_VARIANT=$v LATTE_REQUIRE_GPU=1 timeout "$(cap 120)" ./gpu_qknorm) >> "$OUT/tests.log" 2>&1 || bad="$bad $v"; done; if [ -z "$bad" ]; then record qk-vars pass "$(took)" "gpu_qknorm under LATTE_QKNORM_VARIANT= $qv"; else record qk-vars FAIL "$(took)" "gpu_qknorm failed under variant(s)$bad"; fi; }
 
 # ---- oracle -----------------------------------------------------------------------------------
 if run_step oracle; then

@@ -4,8 +4,10 @@
  * the anchor shapes, widths 1 .. 24576 and beyond the register path, Dq != Dk, strided rows, q and k
  * as slices of a fused [N, Dq + 2 Dk] qkv buffer, every dtype pair, in place and out of place,
  * N = 0, 1, 3, 8193, zero rows, NaN rows, huge and tiny magnitudes, eps = 0, the Gemma flag, pointers
- * misaligned by one element (the scalar path). Guards and gaps must stay bit-identical, inputs too out
- * of place, and a second run must give the same bits. Runs on a non-blocking stream.
+ * misaligned by one element (the scalar path), many rows (several work items per block in the
+ * persistent kernel variants). Guards and gaps must stay bit-identical, inputs too out of place, and a
+ * second run must give the same bits. Runs on a non-blocking stream. Tests the kernel variant chosen by
+ * LATTE_QKNORM_VARIANT (scripts/gpu_check.sh runs it once per variant).
  */
 #include <cuda_runtime.h>
 
@@ -167,6 +169,10 @@ static void validation_tests(void) {
 int main(void) {
     if (!test_gpu_available(NAME)) return TEST_SKIP;
     test_seed(NAME);
+    /* the kernel variant under test (a benchmark knob read once by the library; gpu_check.sh reruns this
+     * program once per variant) */
+    const char *variant = getenv("LATTE_QKNORM_VARIANT");
+    printf("%s: LATTE_QKNORM_VARIANT=%s\n", NAME, variant && *variant ? variant : "(unset: 0)");
     CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     const latte_dtype B = LATTE_DTYPE_BF16, H = LATTE_DTYPE_F16, F = LATTE_DTYPE_F32;
     const latte_dtype pairs[5][2] = {{B, B}, {B, F}, {H, H}, {H, F}, {F, F}};
@@ -244,6 +250,24 @@ int main(void) {
                 c.name = "tiny"; c.scale = f16 ? 1e-4 : 1e-30;
                 run_case(&c);
             }
+    }
+    /* many rows: the persistent variants (LATTE_QKNORM_VARIANT, src/cuda/qknorm.cu) loop over several
+     * work items per block with q and k items mixed; k rows packed two to a block beside a zero row (the
+     * rare double path taken by one row of a block), and whole rows of huge or tiny values mid-loop */
+    for (int pr = 0; pr < 5; pr++) {
+        qk_case c = base_case("many rows", 1201, 4096, 2048, pairs[pr][0], pairs[pr][1]);
+        c.in_place = pr & 1;
+        c.special = QK_ZERO_ROW | QK_NAN_ROW | QK_MIXED_SCALE;
+        run_case(&c);
+        const int f16 = pairs[pr][0] == H;
+        c = base_case("many huge rows", 1201, 2048, 1024, pairs[pr][0], pairs[pr][1]);
+        c.in_place = !(pr & 1);
+        c.scale = f16 ? 3e4 : 1e30;
+        c.special = QK_ZERO_ROW;
+        run_case(&c);
+        c.name = "many tiny rows";
+        c.scale = f16 ? 1e-4 : 1e-30;
+        run_case(&c);
     }
     /* N = 8193 (not a multiple of anything), fused, bf16 */
     {

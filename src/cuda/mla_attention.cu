@@ -13,6 +13,10 @@
 //           Selected with LATTE_MLA_SIMPLE_ATTENTION=1 (read once), the reference when debugging on a GPU.
 //   fast    mma.sync m16n8k16 bf16 (sm_80+): a block = 64 heads × one split, Q in smem once, KV tiles of
 //           TILE_T tokens through a cp.async double buffer, online softmax, P rounded to bf16 for P·V.
+//           v2: each thread rotates the k_pe chunk pair it copied itself (tables requested before the tile wait and
+//           prefetched into L1 one tile ahead), so the rotation has no barrier and no serialized table loads;
+//           running row max in smem (registers are at the limit); with one split per sequence it writes o_lat
+//           itself (no fp32 partials, no combine).
 //   combine o_lat = Σ_s w_s·o_s, w_s = exp(lse_s − max) / Σ; NaN rows for invalid lengths.
 #include "cuda/mla_attention.cuh"
 
@@ -36,6 +40,18 @@ __device__ __forceinline__ __nv_bfloat16 rope_reference(float x, float rot, floa
     const float a = __bfloat162float(__float2bfloat16_rn(x * c));
     const float b = __bfloat162float(__float2bfloat16_rn(rot * s));
     return __float2bfloat16_rn(a + b);
+}
+
+// rotate_half([a, b]) = [-b, a] on two bf16 of the low half (lo: rope d, d+1) and their partners in the high half
+// (hi: d+32, d+33), each given as a packed bf16 pair with its cos/sin pairs.
+__device__ __forceinline__ void rotate_pair(uint32_t &lo, uint32_t &hi, uint32_t c_lo, uint32_t c_hi, uint32_t s_lo,
+                                            uint32_t s_hi) {
+    const auto f2 = [](uint32_t v) { return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&v)); };
+    const float2 x = f2(lo), y = f2(hi), cl = f2(c_lo), ch = f2(c_hi), sl = f2(s_lo), sh = f2(s_hi);
+    const __nv_bfloat162 new_lo(rope_reference(x.x, -y.x, cl.x, sl.x), rope_reference(x.y, -y.y, cl.y, sl.y));
+    const __nv_bfloat162 new_hi(rope_reference(y.x, x.x, ch.x, sh.x), rope_reference(y.y, x.y, ch.y, sh.y));
+    lo = *reinterpret_cast<const uint32_t *>(&new_lo);
+    hi = *reinterpret_cast<const uint32_t *>(&new_hi);
 }
 
 // ============================================================================================================
@@ -118,12 +134,14 @@ __global__ void __launch_bounds__(kThreads) mla_attention_simple_kernel(const Ml
 //   smem: Q [64][576] (loaded once; head rows beyond n_heads are zero), KV [2][TILE_T][576] (cp.async double
 //   buffer; rows ≥ T zero-filled by cp.async src-size 0, never loaded), both with the 16-byte chunk of each row
 //   XOR-swizzled by (row & 7) so ldmatrix is conflict-free without padding (padding would not fit 227 KB);
-//   P [64][TILE_T + 8] bf16 (padded), per-tile row max / row sum [2 halves][64].
+//   P [64][TILE_T + 8] bf16 (padded), per-tile row max / row sum [2 halves][64], running row max [2][64].
 //   S = Q·Kᵀ:  warp w → head rows 16·(w%4)..+16, tokens (TILE_T/2)·(w/4)..+TILE_T/2, K = 576 (36 k-steps).
 //   O += P·V: warp w → head rows 32·(w%2)..+32, latent columns 128·(w/2)..+128 (V = the tile's latent part,
 //             ldmatrix.trans), 2 × 16 m16n8 accumulators = 128 fp32 per thread.
-//   Both phases keep their own copy of the running row max m (same inputs, same max → identical values);
-//   the PV warps keep the row sum l. Scores are kept in the log2 domain (scale · log2 e) for exp2f.
+//   The running row max lives in smem (double-buffered by tile parity); the PV warps keep the row sum l.
+//   Scores are kept in the log2 domain (scale · log2 e) for exp2f.
+//   Per tile: [table loads, wait own copies, rotate own k_pe pair] barrier [next tile's cp.async, S, tile max]
+//   barrier [P, tile sums] barrier [rescale, O += P·V]: 3 barriers (v1 had a 4th after the rotation).
 // ============================================================================================================
 constexpr int kFastHeads = 64;
 constexpr int kChunksPerRow = kMlaRow / 8;  // 72 chunks of 16 bytes
@@ -134,7 +152,8 @@ struct FastLayout {
     static constexpr size_t kQBytes = (size_t)kFastHeads * kMlaRow * 2;
     static constexpr size_t kKvBytes = (size_t)TILE_T * kMlaRow * 2;
     static constexpr size_t kPBytes = (size_t)kFastHeads * kPStride * 2;
-    static constexpr size_t kStatBytes = 4 * kFastHeads * sizeof(float);  // tile max [2][64], tile sum [2][64]
+    // tile max [2 halves][64], tile sum [2 halves][64], running max [2 tile parities][64]
+    static constexpr size_t kStatBytes = 6 * kFastHeads * sizeof(float);
     static constexpr size_t kSmemBytes = kQBytes + 2 * kKvBytes + kPBytes + kStatBytes;
 };
 
@@ -153,6 +172,8 @@ __device__ __forceinline__ void cp_async_16(uint32_t dst, const void *src, bool 
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+// Hint: bring the 128-byte line holding `ptr` into L1 (never faults; the caller keeps ptr inside the table anyway).
+__device__ __forceinline__ void prefetch_l1(const void *ptr) { asm volatile("prefetch.global.L1 [%0];\n" ::"l"(ptr)); }
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -189,6 +210,10 @@ __device__ __forceinline__ void fast_attention(const MlaAttentionParams &p) {
     __nv_bfloat16 *p_s = reinterpret_cast<__nv_bfloat16 *>(smem + L::kQBytes + 2 * L::kKvBytes);
     float *tile_max = reinterpret_cast<float *>(smem + L::kQBytes + 2 * L::kKvBytes + L::kPBytes);  // [2][64]
     float *tile_sum = tile_max + 2 * kFastHeads;                                                    // [2][64]
+    // running row max (log2 domain) in smem rather than registers (registers are at the limit): before tile i it is
+    // row_max[i % 2]; tile i's S warps write the new one into row_max[(i + 1) % 2] (read by its PV warps after the
+    // P barrier; overwritten two tiles later, after everyone passed the next tile's barriers).
+    float *row_max = tile_sum + 2 * kFastHeads;  // [2][64]
 
     const int n_groups = (p.n_heads + kFastHeads - 1) / kFastHeads;
     const int group = blockIdx.x % n_groups;
@@ -198,11 +223,18 @@ __device__ __forceinline__ void fast_attention(const MlaAttentionParams &p) {
     const int heads = min(kFastHeads, p.n_heads - head0);
 
     const int len = p.cache_lens[b];
-    if (!length_is_valid(len, p.max_cache_len)) return;  // the combine writes NaN; read nothing
+    if (!length_is_valid(len, p.max_cache_len)) {  // read nothing; NaN rows (the combine writes them if it runs)
+        if (p.n_splits == 1) {
+            const uint4 nan8 = make_uint4(0x7fc07fc0u, 0x7fc07fc0u, 0x7fc07fc0u, 0x7fc07fc0u);  // 8 bf16 NaN
+            uint4 *out = reinterpret_cast<uint4 *>(p.o_lat + ((size_t)b * p.n_heads + head0) * kMlaLatent);
+            for (int i = threadIdx.x; i < heads * kMlaLatent / 8; i += kThreads) out[i] = nan8;
+        }
+        return;
+    }
     const int T = len + 1;
     const int tok_begin = split * p.split_len;
     const int tok_end = min(T, tok_begin + p.split_len);
-    if (tok_begin >= tok_end) {  // empty split: the combine never reads its o_partial
+    if (tok_begin >= tok_end) {  // empty split (never with one split: T >= 1): the combine never reads its o_partial
         if ((int)threadIdx.x < heads)
             p.lse_partial[((size_t)split * p.batch + b) * p.n_heads + head0 + threadIdx.x] = -INFINITY;
         return;
@@ -223,22 +255,36 @@ __device__ __forceinline__ void fast_attention(const MlaAttentionParams &p) {
             cp_async_16(smem_addr(q_s + swizzled(r, c * 8)), src, valid);
         }
     }
+    // A thread copies latent chunks (row tid/64 + 4j, chunk tid%64) and, for the rotation, BOTH halves of one row's
+    // k_pe chunk pair (pe_row, rope d 8·pe_k..+8 and d + 32..): after its own cp.async.wait_group those 2 chunks are
+    // visible to it, so it rotates them before the tile's barrier and the rotation needs no barrier of its own.
+    // pe mapping: lane%8 → row, lane/8 → k, so the 8 lanes of an ldmatrix-like phase hit 8 distinct bank groups.
+    const int pe_row = 8 * warp + (lane % 8), pe_k = lane / 8;
+    const bool pe_owner = pe_row < TILE_T;  // TILE_T = 32: warps 4..7 own no pe chunks
+    const bool rotate = p.rope_cos != nullptr;
     auto load_tile = [&](int tile, int stage) {
         const int t_first = tok_begin + tile * TILE_T;
         __nv_bfloat16 *dst = kv_s + (size_t)stage * TILE_T * kMlaRow;
-        // not unrolled: unrolled, the compiler keeps all 18 (row, chunk) addresses live across the tile loop
-        int r = tid / kChunksPerRow, c = tid % kChunksPerRow;
+        const int c = tid % (kMlaLatent / 8);
+        // not unrolled: unrolled, the compiler keeps all the row addresses live across the tile loop
 #pragma unroll 1
-        for (int j = 0; j < TILE_T * kChunksPerRow / kThreads; ++j) {
+        for (int j = 0; j < TILE_T * (kMlaLatent / 8) / kThreads; ++j) {
+            const int r = tid / (kMlaLatent / 8) + j * (kThreads / (kMlaLatent / 8));
             const bool valid = t_first + r < T;
             const __nv_bfloat16 *src = seq + (size_t)(valid ? t_first + r : 0) * p.cache_row_stride + c * 8;
             cp_async_16(smem_addr(dst + swizzled(r, c * 8)), src, valid);
-            c += kThreads % kChunksPerRow, r += kThreads / kChunksPerRow;  // next i = i + kThreads
-            if (c >= kChunksPerRow) c -= kChunksPerRow, ++r;
+        }
+        if (pe_owner) {
+            const bool valid = t_first + pe_row < T;
+            const __nv_bfloat16 *src = seq + (size_t)(valid ? t_first + pe_row : 0) * p.cache_row_stride + kMlaLatent;
+            cp_async_16(smem_addr(dst + swizzled(pe_row, kMlaLatent + 8 * pe_k)), src + 8 * pe_k, valid);
+            cp_async_16(smem_addr(dst + swizzled(pe_row, kMlaLatent + kMlaRope / 2 + 8 * pe_k)),
+                        src + kMlaRope / 2 + 8 * pe_k, valid);
         }
         cp_async_commit();
     };
-    static_assert(TILE_T * kChunksPerRow % kThreads == 0, "tile load is not uniform over the threads");
+    static_assert(TILE_T * (kMlaLatent / 8) % kThreads == 0, "tile load is not uniform over the threads");
+    static_assert(TILE_T <= 8 * (kThreads / 32), "one k_pe row per lane%8 and warp");
     load_tile(0, 0);  // one group with Q
 
     // ---- per-warp roles ----
@@ -246,13 +292,13 @@ __device__ __forceinline__ void fast_attention(const MlaAttentionParams &p) {
     const int o_row0 = 32 * (warp % 2), o_col0 = 128 * (warp / 2);
     const float scale_log2 = p.softmax_scale * kLog2e;
 
-    float m_s[2] = {-INFINITY, -INFINITY};  // running max of S rows s_row0 + g, + 8 (log2 domain)
-    float m_o[2][2], l_o[2][2];             // running max / sum of O rows o_row0 + 16·mt + g + 8·hh
+    float l_o[2][2];  // running sum of O rows o_row0 + 16·mt + g + 8·hh
+    if (tid < kFastHeads) row_max[tid] = -INFINITY;  // visible after the first tile's barrier
     float o_acc[2][kONTiles][4];
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt) {
 #pragma unroll
-        for (int hh = 0; hh < 2; ++hh) m_o[mt][hh] = -INFINITY, l_o[mt][hh] = 0.f;
+        for (int hh = 0; hh < 2; ++hh) l_o[mt][hh] = 0.f;
 #pragma unroll
         for (int nt = 0; nt < kONTiles; ++nt)
 #pragma unroll
@@ -264,35 +310,57 @@ __device__ __forceinline__ void fast_attention(const MlaAttentionParams &p) {
 
     for (int tile = 0; tile < n_tiles; ++tile) {
         const int stage = tile & 1;
+        const int m_old_at = stage * kFastHeads, m_new_at = (stage ^ 1) * kFastHeads;  // row_max halves
         const int t_first = tok_begin + tile * TILE_T;
         __nv_bfloat16 *kv = kv_s + (size_t)stage * TILE_T * kMlaRow;
         const uint32_t kv_base = smem_addr(kv);
 
-        cp_async_wait_all();
-        __syncthreads();  // this tile (and Q) landed for everyone; everyone is done with the previous tile
-        if (tile + 1 < n_tiles) load_tile(tile + 1, stage ^ 1);
-
-        // ---- rotate the tile's keys once, in place (reference convention) ----
-        if (p.rope_cos != nullptr) {
-            constexpr int kHalf = kMlaRope / 2;
-#pragma unroll 1
-            for (int j = 0; j < TILE_T * kHalf / kThreads; ++j) {
-                const int i = tid + j * kThreads;
-                const int r = i / kHalf, d = i % kHalf, t = t_first + r;
-                if (t < T) {
-                    __nv_bfloat16 *lo = kv + swizzled(r, kMlaLatent + d);
-                    __nv_bfloat16 *hi = kv + swizzled(r, kMlaLatent + d + kHalf);
-                    const float x_lo = __bfloat162float(*lo), x_hi = __bfloat162float(*hi);
-                    const __nv_bfloat16 *cos_t = p.rope_cos + (size_t)t * kMlaRope;
-                    const __nv_bfloat16 *sin_t = p.rope_sin + (size_t)t * kMlaRope;
-                    // rotate_half([a, b]) = [-b, a]
-                    *lo = rope_reference(x_lo, -x_hi, __bfloat162float(cos_t[d]), __bfloat162float(sin_t[d]));
-                    *hi = rope_reference(x_hi, x_lo, __bfloat162float(cos_t[d + kHalf]),
-                                         __bfloat162float(sin_t[d + kHalf]));
-                }
+        // ---- rotation tables of this tile's own k_pe pair, loaded before waiting on the tile (the previous
+        //      iteration prefetched them into L1), and the next tile's rows prefetched into L1 ----
+        const int t_pe = t_first + pe_row;
+        const bool rotate_here = rotate && pe_owner && t_pe < T;  // rows ≥ T: zero-filled, tables not read
+        // registers are at the limit: the tables come in two halves of 4 rope dims (8 registers each); the first
+        // half is requested before the wait, the second (an L1 hit after the prefetch) right after the first
+        auto load_tables = [&](int half, uint2 (&tab)[4]) {
+            const size_t at = (size_t)t_pe * kMlaRope + 8 * pe_k;  // recomputed: not worth 4 live registers
+            const __nv_bfloat16 *cos_t = p.rope_cos + at, *sin_t = p.rope_sin + at;
+            tab[0] = __ldg(reinterpret_cast<const uint2 *>(cos_t) + half);
+            tab[1] = __ldg(reinterpret_cast<const uint2 *>(cos_t + kMlaRope / 2) + half);
+            tab[2] = __ldg(reinterpret_cast<const uint2 *>(sin_t) + half);
+            tab[3] = __ldg(reinterpret_cast<const uint2 *>(sin_t + kMlaRope / 2) + half);
+        };
+        // lanes of odd pe_k start with the other 8-byte half: a half-warp's 8-byte smem accesses then hit 32 banks
+        const int first_half = pe_k & 1;
+        uint2 tab[4];
+        if (rotate_here) load_tables(first_half, tab);
+        if (rotate && tile + 1 < n_tiles && tid < 4 * TILE_T) {
+            // 2 tables × TILE_T rows × (first and last byte: a 16-byte aligned row may straddle two 128-byte lines)
+            const int t = t_first + TILE_T + tid % TILE_T;
+            if (t < T) {
+                const __nv_bfloat16 *table = (tid / TILE_T) % 2 == 0 ? p.rope_cos : p.rope_sin;
+                prefetch_l1(reinterpret_cast<const char *>(table + (size_t)t * kMlaRope) +
+                            (tid / (2 * TILE_T)) * (2 * kMlaRope - 1));
             }
-            __syncthreads();
         }
+
+        cp_async_wait_all();  // this thread's copies of this tile (and Q) landed and are visible to it
+        // ---- rotate this thread's own k_pe pair in place (reference convention) ----
+        if (rotate_here) {
+            uint2 *lo_ptr = reinterpret_cast<uint2 *>(kv + swizzled(pe_row, kMlaLatent + 8 * pe_k));
+            uint2 *hi_ptr = reinterpret_cast<uint2 *>(kv + swizzled(pe_row, kMlaLatent + kMlaRope / 2 + 8 * pe_k));
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                const int half = i ^ first_half;
+                if (i == 1) load_tables(half, tab);
+                uint2 x_lo = lo_ptr[half], x_hi = hi_ptr[half];
+                rotate_pair(x_lo.x, x_hi.x, tab[0].x, tab[1].x, tab[2].x, tab[3].x);
+                rotate_pair(x_lo.y, x_hi.y, tab[0].y, tab[1].y, tab[2].y, tab[3].y);
+                lo_ptr[half] = x_lo;
+                hi_ptr[half] = x_hi;
+            }
+        }
+        __syncthreads();  // this tile (and Q) landed and rotated for everyone; everyone is done with the previous tile
+        if (tile + 1 < n_tiles) load_tile(tile + 1, stage ^ 1);
 
         // ---- S = Q·Kᵀ for 16 heads × kSTokens tokens ----
         float s_acc[kSNTiles][4];
@@ -350,8 +418,9 @@ __device__ __forceinline__ void fast_attention(const MlaAttentionParams &p) {
 #pragma unroll
             for (int hh = 0; hh < 2; ++hh) {
                 const int r = s_row0 + g + 8 * hh;
-                m_s[hh] = fmaxf(m_s[hh], fmaxf(tile_max[r], tile_max[kFastHeads + r]));
-                m_sub[hh] = m_s[hh] == -INFINITY ? 0.f : m_s[hh];  // a fully masked row gives p = 0, not NaN
+                const float m_new = fmaxf(row_max[m_old_at + r], fmaxf(tile_max[r], tile_max[kFastHeads + r]));
+                if (s_half == 0 && t4 == 0) row_max[m_new_at + r] = m_new;
+                m_sub[hh] = m_new == -INFINITY ? 0.f : m_new;  // a fully masked row gives p = 0, not NaN
             }
 #pragma unroll
             for (int nt = 0; nt < kSNTiles; ++nt)
@@ -378,9 +447,8 @@ __device__ __forceinline__ void fast_attention(const MlaAttentionParams &p) {
 #pragma unroll
             for (int hh = 0; hh < 2; ++hh) {
                 const int r = o_row0 + 16 * mt + g + 8 * hh;
-                const float m_new = fmaxf(m_o[mt][hh], fmaxf(tile_max[r], tile_max[kFastHeads + r]));
-                const float alpha = m_new == -INFINITY ? 1.f : exp2f(m_o[mt][hh] - m_new);
-                m_o[mt][hh] = m_new;
+                const float m_old = row_max[m_old_at + r], m_new = row_max[m_new_at + r];
+                const float alpha = m_new == -INFINITY ? 1.f : exp2f(m_old - m_new);
                 l_o[mt][hh] = l_o[mt][hh] * alpha + tile_sum[r] + tile_sum[kFastHeads + r];
 #pragma unroll
                 for (int nt = 0; nt < kONTiles; ++nt) {
@@ -410,21 +478,31 @@ __device__ __forceinline__ void fast_attention(const MlaAttentionParams &p) {
         }
     }
 
-    // ---- this split's normalized output and natural-log LSE ----
+    // ---- output. One split per sequence: the normalized o_lat in bf16 (what the combine would write: its weight
+    //      is exactly 1). Else this split's normalized partial output (fp32) and its natural-log LSE. ----
+    const float *m_final = row_max + (n_tiles % 2) * kFastHeads;
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
             const int r = o_row0 + 16 * mt + g + 8 * hh;
             if (r >= heads) continue;
-            const size_t row_out = ((size_t)split * p.batch + b) * p.n_heads + head0 + r;
             const float inv_l = 1.f / l_o[mt][hh];
-            float *dst = p.o_partial + row_out * kMlaLatent + o_col0 + 2 * t4;
+            if (p.n_splits == 1) {
+                __nv_bfloat16 *dst = p.o_lat + ((size_t)b * p.n_heads + head0 + r) * kMlaLatent + o_col0 + 2 * t4;
 #pragma unroll
-            for (int nt = 0; nt < kONTiles; ++nt)
-                *reinterpret_cast<float2 *>(dst + nt * 8) =
-                    make_float2(o_acc[mt][nt][2 * hh] * inv_l, o_acc[mt][nt][2 * hh + 1] * inv_l);
-            if (o_col0 == 0 && t4 == 0) p.lse_partial[row_out] = (m_o[mt][hh] + log2f(l_o[mt][hh])) * kLn2;
+                for (int nt = 0; nt < kONTiles; ++nt)
+                    *reinterpret_cast<__nv_bfloat162 *>(dst + nt * 8) =
+                        __floats2bfloat162_rn(o_acc[mt][nt][2 * hh] * inv_l, o_acc[mt][nt][2 * hh + 1] * inv_l);
+            } else {
+                const size_t row_out = ((size_t)split * p.batch + b) * p.n_heads + head0 + r;
+                float *dst = p.o_partial + row_out * kMlaLatent + o_col0 + 2 * t4;
+#pragma unroll
+                for (int nt = 0; nt < kONTiles; ++nt)
+                    *reinterpret_cast<float2 *>(dst + nt * 8) =
+                        make_float2(o_acc[mt][nt][2 * hh] * inv_l, o_acc[mt][nt][2 * hh + 1] * inv_l);
+                if (o_col0 == 0 && t4 == 0) p.lse_partial[row_out] = (m_final[r] + log2f(l_o[mt][hh])) * kLn2;
+            }
         }
 }
 
@@ -513,17 +591,38 @@ cudaError_t prepare_fast_kernel(int device) {
 
 }  // namespace
 
+// The schedule minimizes a cost model in units of one 64-token tile of the fast kernel (≈ 5–6 µs on an H100/H200 SM):
+//   cost(n) = waves(n) · (kFixedTiles + tiles per split) + (n > 1 ? combine(n) : 0),
+//   waves(n) = ⌈blocks·n / SMs⌉ (one block per SM: the fast kernel takes ~227 KB of smem),
+//   kFixedTiles = 1 (Q, 72 KB, is loaded with the first tile and not overlapped; the output is written at the end),
+//   combine(n) = 0.5 (a launch) + the o_partial round trip (written by the split kernel, read by the combine:
+//               2·n·batch·heads·2 KB) at ≈ 160 KB per SM per tile time (≈ 3.5 TB/s over 132 SMs at ~6 µs a tile).
+// E.g. batch 128 × 2 head groups on 132 SMs: no split (2 waves, no combine, no fp32 partials) at every length;
+// batch 1: ~one split per SM. Ties keep fewer splits. Deterministic: a function of the arguments only.
 void mla_attention_schedule(int batch, int n_heads, int max_cache_len, int sm_count, int *n_splits, int *split_len) {
-    const long long max_tokens = (long long)(max_cache_len > 0 ? max_cache_len : 0) + 1;
-    const long long groups = (n_heads + kFastHeads - 1) / kFastHeads > 0 ? (n_heads + kFastHeads - 1) / kFastHeads : 1;
+    constexpr long long kTile = 64;
+    constexpr double kFixedTiles = 1.0, kCombineLaunchTiles = 0.5, kBytesPerSmTile = 160.0 * 1024;
+    const long long tokens = (long long)(max_cache_len > 0 ? max_cache_len : 0) + 1;
+    const long long tiles = (tokens + kTile - 1) / kTile;
+    const long long groups = n_heads > kFastHeads ? (n_heads + kFastHeads - 1) / kFastHeads : 1;
     const long long blocks = (long long)(batch > 0 ? batch : 1) * groups;
-    const long long target = 2LL * (sm_count > 0 ? sm_count : 132);
-    const long long want = blocks >= target ? 1 : (target + blocks - 1) / blocks;
-    long long len = (max_tokens + want - 1) / want;
-    len = (len + 63) / 64 * 64;
-    if (len < 128) len = 128;  // every split re-loads Q (72 KB): keep splits long enough to amortize it
-    *split_len = (int)len;
-    *n_splits = (int)((max_tokens + len - 1) / len);
+    const long long sms = sm_count > 0 ? sm_count : 132;
+    const long long heads = n_heads > 0 ? n_heads : 1;
+    long long best_tiles = tiles;  // tiles per split
+    double best_cost = -1.0;
+    for (long long n = 1; n <= tiles; ++n) {
+        const long long per_split = (tiles + n - 1) / n;
+        const long long splits = (tiles + per_split - 1) / per_split;  // what n really gives
+        if (splits != n) continue;
+        const long long waves = (blocks * n + sms - 1) / sms;
+        double cost = (double)waves * (kFixedTiles + (double)per_split);
+        if (n > 1)
+            cost += kCombineLaunchTiles + 2.0 * (double)n * (double)(batch > 0 ? batch : 1) * (double)heads *
+                                              kMlaLatent * sizeof(float) / ((double)sms * kBytesPerSmTile);
+        if (best_cost < 0.0 || cost < best_cost) best_cost = cost, best_tiles = per_split;
+    }
+    *split_len = (int)(best_tiles * kTile);
+    *n_splits = (int)((tokens + *split_len - 1) / *split_len);
 }
 
 size_t mla_attention_workspace_bytes(int batch, int n_heads, int n_splits) {
@@ -538,7 +637,9 @@ cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t strea
         return cudaErrorInvalidValue;
     // cp.async moves 16-byte chunks; o_partial is written as float2 and read as float4
     const auto misaligned = [](const void *ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 != 0; };
+    // the fast kernel reads the rope tables in 8-byte pieces (the API layer requires 16-byte aligned tables)
     if (misaligned(p.q) || misaligned(p.kv_cache) || misaligned(p.o_partial) || misaligned(p.o_lat) ||
+        misaligned(p.rope_cos) || misaligned(p.rope_sin) ||
         p.q_batch_stride % 8 != 0 || p.q_head_stride % 8 != 0 || p.cache_batch_stride % 8 != 0 ||
         p.cache_row_stride % 8 != 0)
         return cudaErrorMisalignedAddress;
@@ -554,20 +655,26 @@ cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t strea
     const long long per_split = (long long)p.n_splits * p.batch;
     if (per_split * groups_simple > 0x7fffffffLL) return cudaErrorInvalidValue;
 
-    // 64-token tiles need ~226 KB of smem (Hopper); 32-token tiles ~150 KB (A100); else the simple kernel.
+    // 64-token tiles need ~227 KB of smem (Hopper); 32-token tiles ~150 KB (A100); else the simple kernel.
+    // With one split per sequence the fast kernel writes o_lat itself and there is no combine.
+    bool combine = true;
     if (!simple_attention_requested() && (size_t)smem_optin >= FastLayout<64>::kSmemBytes) {
         if ((e = prepare_fast_kernel<64>(device)) != cudaSuccess) return e;
         mla_attention_fast_kernel<64>
             <<<(unsigned)(per_split * groups_fast), kThreads, FastLayout<64>::kSmemBytes, stream>>>(p);
+        combine = p.n_splits > 1;
     } else if (!simple_attention_requested() && (size_t)smem_optin >= FastLayout<32>::kSmemBytes) {
         if ((e = prepare_fast_kernel<32>(device)) != cudaSuccess) return e;
         mla_attention_fast_kernel<32>
             <<<(unsigned)(per_split * groups_fast), kThreads, FastLayout<32>::kSmemBytes, stream>>>(p);
+        combine = p.n_splits > 1;
     } else {
         mla_attention_simple_kernel<<<(unsigned)(per_split * groups_simple), kThreads, 0, stream>>>(p);
     }
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    mla_attention_combine_kernel<<<(unsigned)((long long)p.batch * (p.n_heads / kCombineHeads)), kThreads, 0, stream>>>(p);
+    if (combine)
+        mla_attention_combine_kernel<<<(unsigned)((long long)p.batch * (p.n_heads / kCombineHeads)), kThreads, 0,
+                                       stream>>>(p);
     return cudaGetLastError();
 }
 

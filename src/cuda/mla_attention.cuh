@@ -54,14 +54,18 @@ struct MlaAttentionParams {
     __nv_bfloat16 *o_lat;
 };
 
-// Choose n_splits / split_len for (batch, n_heads, max_cache_len) on the current device so the grid
-// (n_splits x batch x head groups) fills the SMs a few times over; deterministic for given inputs.
+// Choose n_splits / split_len for (batch, n_heads, max_cache_len) on a device with sm_count SMs from a cost model
+// (waves of one block per SM × tiles per split, plus the combine's fp32 round trip when split); large batches get
+// one split per sequence. Deterministic: a function of the arguments only.
 void mla_attention_schedule(int batch, int n_heads, int max_cache_len, int sm_count, int *n_splits, int *split_len);
 
 // Workspace the attention needs (o_partial + lse_partial), bytes, for the given schedule.
 size_t mla_attention_workspace_bytes(int batch, int n_heads, int n_splits);
 
 // Enqueue the split kernel and the combine kernel on `stream`. No allocation, no synchronization.
+// With n_splits == 1 the fast kernels write o_lat (and NaN rows for invalid lengths) themselves and no combine is
+// launched: o_partial / lse_partial are then untouched (still required: the simple kernel uses them).
+// rope_cos / rope_sin must be 16-byte aligned (cudaErrorMisalignedAddress otherwise; the API layer checks it).
 cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t stream);
 
 }  // namespace latte

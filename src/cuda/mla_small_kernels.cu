@@ -1,9 +1,9 @@
 // Small kernels of the MLA decode layer (CUDA backend).
 //
 // What and why: the steps between the projections that are too small to deserve a GEMM: summing the
-// down-projection's split-K partials while splitting the result into q_lora and the cache append
-// (rounding point 1 and 2 of the spec's order), the rope of the query's rotary part (rounding point 3),
-// and the plan-time transpose of W_UK. Each reads and writes a few MB at most.
+// down-projection's split-K partials (or reading its bf16 output, when cuBLASLt ran it) while splitting the
+// result into q_lora and the cache append (rounding point 1 and 2 of the spec's order), the rope of the
+// query's rotary part (rounding point 3), and the plan-time transpose of W_UK. Each reads and writes a few MB at most.
 //
 // Reference rope (the reference's bf16 rounding, NeoX half split over 64 dims, rotate_half([a,b]) = [-b,a]):
 //     rope_bf16(x, t)[i] = bf16( bf16(x[i] * cos[t][i]) + bf16(rotate_half(x)[i] * sin[t][i]) )
@@ -40,6 +40,7 @@ __global__ void mla_down_epilogue_kernel(const MlaDownEpilogueArgs a) {
 
     const int64_t plane = a.batch * N;
     auto sum = [&](int col) {  // fixed split order: deterministic
+        if (a.down) return __bfloat162float(a.down[m * N + col]);  // bf16 already: the rounding below is exact
         const float *p = a.partial + m * N + col;
         float v = p[0];
         for (int s = 1; s < a.split; s++) v += p[s * plane];

@@ -1,5 +1,5 @@
-// Small kernels of the MLA decode layer (CUDA backend): the down-projection epilogue (split-K sum, q_lora,
-// cache append with the bad-length guard), the query rope, and the plan-time W_UK transpose.
+// Small kernels of the MLA decode layer (CUDA backend): the down-projection epilogue (split-K sum or bf16
+// GEMM output, q_lora, cache append with the bad-length guard), the query rope, and the plan-time W_UK transpose.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -9,7 +9,9 @@
 namespace latte {
 
 struct MlaDownEpilogueArgs {
-    const float *partial;          // [split][batch][dq + 576] fp32 (the down GEMM's partial sums)
+    // The down GEMM's result, one of:
+    const __nv_bfloat16 *down;     // [batch][dq + 576] bf16, already rounded (cuBLASLt's output), or nullptr
+    const float *partial;          // [split][batch][dq + 576] fp32 partial sums (our GEMM), used when !down
     int split;
     int64_t batch;
     int dq;                        // q_lora_rank

@@ -8,7 +8,7 @@
 //   s = sum x^2,  r = s / D + eps (double),  inv = r == 0 ? 0 : (float)(1 / sqrt(r)),  y = (x * inv) * w (fp32)
 // and round once at the store; only the summation order of s differs, so they agree to 1 ulp.
 //
-// Work split: one block per row. Blocks [0, N) take the q rows, [N, 2N) the k rows (one launch for both;
+// Work split (variant 0, below): one block per row. Blocks [0, N) take the q rows, [N, 2N) the k rows (one launch for both;
 // q and k may have different widths, the block size is chosen for the wider one and the narrower rows
 // leave some threads idle). A grid-stride loop over rows covers any N.
 //
@@ -24,6 +24,27 @@
 //   qknorm_rows_two_pass      loops over the row twice (sum, then scale), vectors of VEC elements: VEC =
 //                             the 16-byte vector for very wide aligned rows, VEC = 1 (scalar) for
 //                             misaligned pointers, odd strides or odd widths. Any width is correct.
+//   qknorm_row_groups         the register path generalized: a block takes several rows of one tensor
+//                             (a group of threads per row, a warp or more), each tensor with its own group
+//                             size, so the narrow k rows of a GQA layer fill the block; optionally
+//                             persistent (about one wave of blocks) and pipelined: the next rows' loads
+//                             are issued before the current rows' reduction and stores.
+//
+// Variants (benchmark knob LATTE_QKNORM_VARIANT, read once per process; the vector register path only,
+// rows too wide for registers and the scalar path are the same in all):
+//   0 (default)  qknorm_rows_in_registers, one row per block, up to 512 threads
+//   1            row groups, at most 128 threads per row (twice the vectors per thread of 0 for wide
+//                rows: more rows resident per SM, shorter reductions)
+//   2            row groups, one warp per row (shuffles only, no barrier) when a row is at most 512
+//                vectors (16 per lane), otherwise as 1
+//   3            row groups with the block shape of 0, persistent and pipelined
+//   4            as 1, persistent and pipelined
+//   5            as 2, persistent and pipelined
+// Pipelining holds two rows in registers; where that would be 2 x 16 vectors per thread it is left
+// out (the same shape, not persistent). Resource use (sm_90a, bf16, registers per thread): D = 8192 is
+// 0: 256 threads x 4 vectors, 54 regs; 1: 128 x 8, 64 regs (8 blocks/SM); 3: 256 x 4, 82 regs;
+// 4: 128 x 8, 118 regs; D = 4096 under 2 and 5: a warp x 16 vectors, 102 regs. No spills. All variants compute the same formula with the same roundings;
+// only the order of the fp32 (or double) partial sums differs, as between any block shapes.
 #include "internal.h"
 
 #include <cuda_bf16.h>
@@ -31,6 +52,9 @@
 #include <cuda_runtime.h>
 
 #include <stdint.h>
+#include <stdlib.h>
+
+#include <atomic>
 #include <type_traits>
 
 namespace {
@@ -299,11 +323,265 @@ __global__ void __launch_bounds__(1024) qknorm_rows_two_pass(const QkArgs a) {
     }
 }
 
+// ---- row groups: several rows per block, optionally persistent and pipelined ---------------------
+// A work item is one block's worth of rows of one tensor: rows_per_block rows, `group` threads each
+// (a multiple of 32). The q items come first, then the k items; each tensor has its own group size, the
+// vectors per thread (VPT) are shared. Threads past rows_per_block * group idle through the barriers.
+struct Shape {
+    int group;           // threads per row, a multiple of 32
+    int rows_per_block;  // blockDim.x / group
+    int64_t items;       // ceil(n / rows_per_block)
+};
+struct GroupArgs {
+    QkArgs a;
+    Shape q, k;  // named, not an array: a dynamic index into a kernel parameter would go to local memory
+    int64_t items;
+};
+
+// One thread's part of one work item.
+template <class TA, class TW>
+struct Slot {
+    const TA *x;
+    TA *y;
+    const TW *w;
+    int width, n_vec, group, lane;  // lane: the thread's index within its row's group
+    bool active;                    // the thread's row exists
+    __device__ __forceinline__ Slot(const GroupArgs &g, int64_t item) {
+        constexpr int V = 16 / sizeof(TA);
+        const bool is_k = item >= g.q.items;
+        const int rpb = is_k ? g.k.rows_per_block : g.q.rows_per_block;
+        group = is_k ? g.k.group : g.q.group;
+        const int sub = (int)threadIdx.x / group;
+        lane = (int)threadIdx.x - sub * group;
+        const int64_t r = (is_k ? item - g.q.items : item) * rpb + sub;
+        active = sub < rpb && r < g.a.n;
+        const int64_t rr = active ? r : 0;
+        x = static_cast<const TA *>(is_k ? g.a.k : g.a.q) + rr * (is_k ? g.a.k_stride : g.a.q_stride);
+        y = static_cast<TA *>(is_k ? g.a.k_out : g.a.q_out) + rr * (is_k ? g.a.k_out_stride : g.a.q_out_stride);
+        w = static_cast<const TW *>(is_k ? g.a.k_w : g.a.q_w);
+        width = is_k ? g.a.k_width : g.a.q_width;
+        n_vec = width / V;
+    }
+};
+
+// Sum over the `group` threads of a row (group block-uniform). A warp per row: shuffles alone. Wider
+// groups: per-warp partials in `red`, each warp sums its group's partials in the same order (the same
+// bits in every thread of the group); the trailing barrier lets the caller reuse `red`.
+template <class A>
+__device__ __forceinline__ A group_sum(A v, A *red, int group) {
+    v = warp_sum(v);
+    if (group == 32) return v;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n_warps = blockDim.x >> 5, wpg = group >> 5;
+    const int first = warp - warp % wpg;
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    A t = lane < wpg && first + lane < n_warps ? red[first + lane] : A(0);
+    t = warp_sum(t);
+    __syncthreads();
+    return t;
+}
+
+// Thread's vectors lane, lane + group, ... of its row (zeros past the row or for an idle thread).
+template <class TA, class TW, int VPT>
+__device__ __forceinline__ void load_slot(const Slot<TA, TW> &r, uint4 (&v)[VPT]) {
+#pragma unroll
+    for (int i = 0; i < VPT; i++) {
+        const int c = i * r.group + r.lane;
+        v[i] = r.active && c < r.n_vec ? reinterpret_cast<const uint4 *>(r.x)[c] : make_uint4(0, 0, 0, 0);
+    }
+}
+
+// Sum of squares, inverse RMS, scale and store of the rows in v (as qknorm_rows_in_registers).
+template <class TA, class TW, int VPT>
+__device__ __forceinline__ void normalize_slot(const Slot<TA, TW> &r, uint4 (&v)[VPT], const QkArgs &a, Acc<TA> *red,
+                                               double *red_d) {
+    constexpr int V = 16 / sizeof(TA);
+    using A = Acc<TA>;
+    A s = 0;
+#pragma unroll
+    for (int i = 0; i < VPT; i++) {
+        float f[V];
+        unpack16<TA>(v[i], f);
+#pragma unroll
+        for (int j = 0; j < V; j++) s += (A)f[j] * (A)f[j];
+    }
+    opaque(v);
+    double sd = (double)group_sum(s, red, r.group);
+    if constexpr (sizeof(A) == 4) {
+        // the rare double path for this row; the decision must be block-uniform where the group sum
+        // uses barriers (other rows of the block may not need it), warp-uniform for a warp per row
+        const bool unsafe = r.active && fp32_sum_unsafe((float)sd);
+        const bool any = r.group == 32 ? __any_sync(0xffffffffu, unsafe) : __syncthreads_or(unsafe) != 0;
+        if (any) {
+            double t = 0;
+            if (unsafe)
+                for (int c = r.lane; c < r.n_vec; c += r.group) {
+                    float f[V];
+                    load_f32<TA, V, false>(r.x + (int64_t)c * V, f);
+#pragma unroll
+                    for (int j = 0; j < V; j++) t += (double)f[j] * (double)f[j];
+                }
+            t = group_sum(t, red_d, r.group);
+            if (unsafe) sd = t;
+        }
+    }
+    const float inv = inv_rms(sd, r.width, a.eps);
+    opaque(v);
+    const TW *w = r.w;
+    if constexpr (VPT >= 8) asm volatile("" : "+l"(w));  // weights after the reduction (registers)
+#pragma unroll
+    for (int i = 0; i < VPT; i++) {
+        const int c = i * r.group + r.lane;
+        if (r.active && c < r.n_vec) {
+            float f[V], wf[V];
+            unpack16<TA>(v[i], f);
+            load_f32<TW, V, true>(w + (int64_t)c * V, wf);
+#pragma unroll
+            for (int j = 0; j < V; j++) f[j] = scale(f[j], inv, wf[j], a.plus_one);
+            store_f32<TA, V>(r.y + (int64_t)c * V, f);
+        }
+    }
+}
+
+// Block b takes items b, b + gridDim.x, ... PIPELINE: the next item's loads are issued before this
+// item's reduction, so they are in flight during the barriers and the stores (two items in registers).
+// Different items are different rows, so in place the early loads never read what this item writes.
+template <class TA, class TW, int VPT, bool PIPELINE>
+__global__ void __launch_bounds__(kMaxThreadsInRegisters) qknorm_row_groups(const GroupArgs g) {
+    using A = Acc<TA>;
+    __shared__ A red[32];
+    __shared__ double red_d[32];
+    int64_t item = blockIdx.x;
+    if (item >= g.items) return;  // block-uniform
+    Slot<TA, TW> r(g, item);
+    uint4 v[VPT];
+    load_slot(r, v);
+    for (;;) {
+        const int64_t next = item + gridDim.x;
+        const bool more = next < g.items;
+        if constexpr (PIPELINE) {
+            Slot<TA, TW> rn = r;
+            uint4 vn[VPT];
+#pragma unroll
+            for (int i = 0; i < VPT; i++) vn[i] = make_uint4(0, 0, 0, 0);
+            if (more) {
+                rn = Slot<TA, TW>(g, next);
+                load_slot(rn, vn);
+            }
+            normalize_slot(r, v, g.a, red, red_d);
+            if (!more) break;
+            r = rn;
+#pragma unroll
+            for (int i = 0; i < VPT; i++) v[i] = vn[i];
+        } else {
+            normalize_slot(r, v, g.a, red, red_d);
+            if (!more) break;
+            r = Slot<TA, TW>(g, next);
+            load_slot(r, v);
+        }
+        item = next;
+    }
+}
+
 // ---- launch -------------------------------------------------------------------------------------
 constexpr int kMaxVecPerThread = 16;                     // fast path: rows up to 16 * 512 vectors
 constexpr int64_t kMaxGrid = (int64_t)1 << 30;           // grid-stride loop beyond
 
 inline int round_up32(int64_t x) { return (int)((x + 31) / 32 * 32); }
+
+// The variant (see the top of the file), read once: a benchmark knob, not part of the API.
+int qknorm_variant() {
+    static const int v = [] {
+        const char *e = getenv("LATTE_QKNORM_VARIANT");
+        if (!e || !*e) return 0;
+        char *end = nullptr;
+        const long x = strtol(e, &end, 10);
+        return *end == '\0' && x >= 0 && x <= 5 ? (int)x : 0;
+    }();
+    return v;
+}
+
+// Vectors per thread of variant 0 for rows of n_vec vectors: 1 up to 128 vectors (<= 128 threads), 2 up
+// to 512 (<= 256 threads), 4 up to 2048 (<= 512 threads), then 8 and 16 (<= 512 threads). Small rows get
+// small blocks (latency), wide rows several 16-byte loads in flight per thread (bandwidth).
+int tier_vpt(int64_t n_vec) {
+    return n_vec <= 128 ? 1 : n_vec <= 512 ? 2 : n_vec <= 2048 ? 4 : n_vec <= 4096 ? 8 : 16;
+}
+
+// The fewest vectors per thread (a power of two <= 16) that cover n_vec with at most max_threads; 0: none.
+int capped_vpt(int64_t n_vec, int max_threads) {
+    for (int v = 1; v <= kMaxVecPerThread; v *= 2)
+        if ((n_vec + v - 1) / v <= max_threads) return v;
+    return 0;
+}
+
+// Blocks of `kernel` resident on the current device at `threads` per block, times the SM count; cached
+// per kernel instantiation (the caller's static `cache`), device and block size. 0 when unknown.
+constexpr int kCachedDevices = 16;
+int resident_blocks(const void *kernel, int threads, std::atomic<int> (&cache)[kCachedDevices][17]) {
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    const int slot = threads / 32;  // threads: a multiple of 32, <= 512
+    if (dev < kCachedDevices && slot <= 16) {
+        const int c = cache[dev][slot].load(std::memory_order_relaxed);
+        if (c > 0) return c;
+    }
+    int per_sm = 0, sms = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    const int total = per_sm * sms;
+    if (total > 0 && dev < kCachedDevices && slot <= 16) cache[dev][slot].store(total, std::memory_order_relaxed);
+    return total;
+}
+
+// qknorm_row_groups with VPT vectors per thread: each tensor's group is the threads its rows need at VPT,
+// the wider tensor's group sets the block (rows of 32 or 64 threads: 128-thread blocks of 4 or 2 rows),
+// the narrower tensor packs as many of its rows into that block as fit. PIPELINE: persistent grid.
+template <class TA, class TW, int VPT, bool PIPELINE>
+cudaError_t launch_groups(const QkArgs &a, int64_t nvec_q, int64_t nvec_k, cudaStream_t stream) {
+    static std::atomic<int> cache[kCachedDevices][17];
+    auto group_for = [](int64_t n_vec) { return n_vec > 0 ? round_up32((n_vec + VPT - 1) / VPT) : 32; };
+    GroupArgs g;
+    g.a = a;
+    g.q.group = group_for(nvec_q);
+    g.k.group = group_for(nvec_k);
+    const int wide = g.q.group > g.k.group ? g.q.group : g.k.group;
+    const int threads = wide >= 128 ? wide : wide * (128 / wide);
+    g.q.rows_per_block = threads / g.q.group;
+    g.k.rows_per_block = threads / g.k.group;
+    g.q.items = (a.n + g.q.rows_per_block - 1) / g.q.rows_per_block;
+    g.k.items = a.k_width > 0 ? (a.n + g.k.rows_per_block - 1) / g.k.rows_per_block : 0;
+    g.items = g.q.items + g.k.items;
+    int64_t grid = g.items < kMaxGrid ? g.items : kMaxGrid;
+    const void *kernel = reinterpret_cast<const void *>(&qknorm_row_groups<TA, TW, VPT, PIPELINE>);
+    if (PIPELINE) {
+        // about one wave, balanced: every block gets ceil(items / wave) items or one fewer
+        const int64_t wave = resident_blocks(kernel, threads, cache);
+        if (wave > 0 && wave < g.items) {
+            const int64_t per_block = (g.items + wave - 1) / wave;
+            grid = (g.items + per_block - 1) / per_block;
+        }
+    }
+    qknorm_row_groups<TA, TW, VPT, PIPELINE><<<(unsigned)grid, threads, 0, stream>>>(g);
+    return cudaGetLastError();
+}
+
+template <class TA, class TW, bool PIPELINE>
+cudaError_t launch_groups_vpt(int vpt, const QkArgs &a, int64_t nvec_q, int64_t nvec_k, cudaStream_t stream) {
+    switch (vpt) {
+    case 1: return launch_groups<TA, TW, 1, PIPELINE>(a, nvec_q, nvec_k, stream);
+    case 2: return launch_groups<TA, TW, 2, PIPELINE>(a, nvec_q, nvec_k, stream);
+    case 4: return launch_groups<TA, TW, 4, PIPELINE>(a, nvec_q, nvec_k, stream);
+    case 8: return launch_groups<TA, TW, 8, PIPELINE>(a, nvec_q, nvec_k, stream);
+    default: return launch_groups<TA, TW, 16, false>(a, nvec_q, nvec_k, stream);  // two rows would not fit
+    }
+}
 
 template <class TA, class TW>
 cudaError_t launch(const QkArgs &a, bool vector_ok, cudaStream_t stream) {
@@ -311,17 +589,25 @@ cudaError_t launch(const QkArgs &a, bool vector_ok, cudaStream_t stream) {
     const int64_t width = a.q_width > a.k_width ? a.q_width : a.k_width;
     const unsigned grid = (unsigned)(a.rows < kMaxGrid ? a.rows : kMaxGrid);
     const int64_t n_vec = width / V;
+    const int variant = qknorm_variant();
+    if (vector_ok && n_vec <= (int64_t)kMaxVecPerThread * kMaxThreadsInRegisters && variant > 0) {
+        int vpt = variant == 3 ? tier_vpt(n_vec) : 0;
+        if ((variant == 2 || variant == 5) && n_vec <= 32 * kMaxVecPerThread) vpt = capped_vpt(n_vec, 32);
+        if (vpt == 0) vpt = capped_vpt(n_vec, 128);
+        if (vpt == 0) vpt = tier_vpt(n_vec);  // wider than 128 x 16 vectors: up to 512 threads
+        const int64_t nvec_q = a.q_width / V, nvec_k = a.k_width / V;
+        return variant >= 3 ? launch_groups_vpt<TA, TW, true>(vpt, a, nvec_q, nvec_k, stream)
+                            : launch_groups_vpt<TA, TW, false>(vpt, a, nvec_q, nvec_k, stream);
+    }
     if (vector_ok && n_vec <= (int64_t)kMaxVecPerThread * kMaxThreadsInRegisters) {
-        // vectors per thread: 1 up to 128 vectors (<= 128 threads), 2 up to 512 (<= 256 threads),
-        // 4 up to 2048 (<= 512 threads), then 8 and 16 (<= 512 threads). Small rows get small blocks
-        // (latency), wide rows several 16-byte loads in flight per thread (bandwidth).
-        if (n_vec <= 128)
+        const int vpt = tier_vpt(n_vec);
+        if (vpt == 1)
             qknorm_rows_in_registers<TA, TW, 1><<<grid, round_up32(n_vec), 0, stream>>>(a);
-        else if (n_vec <= 512)
+        else if (vpt == 2)
             qknorm_rows_in_registers<TA, TW, 2><<<grid, round_up32((n_vec + 1) / 2), 0, stream>>>(a);
-        else if (n_vec <= 2048)
+        else if (vpt == 4)
             qknorm_rows_in_registers<TA, TW, 4><<<grid, round_up32((n_vec + 3) / 4), 0, stream>>>(a);
-        else if (n_vec <= 4096)
+        else if (vpt == 8)
             qknorm_rows_in_registers<TA, TW, 8><<<grid, round_up32((n_vec + 7) / 8), 0, stream>>>(a);
         else
             qknorm_rows_in_registers<TA, TW, 16><<<grid, round_up32((n_vec + 15) / 16), 0, stream>>>(a);

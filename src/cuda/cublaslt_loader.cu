@@ -1,0 +1,187 @@
+// cuBLASLt loaded at run time, and the bf16 GEMM the MLA projections run through it.
+//
+// What and why: cuBLAS streams the MLA projection weights faster than our mma.sync GEMM (shared/anchors.md:
+// Wo 3.24 TB/s, Wq_up 2.78 TB/s), so the plan uses it where it can be loaded. It is opened with dlopen so
+// that liblatte.so has no link dependency on it (see cublaslt_loader.cuh).
+//
+// Layout mapping. Our problem is row-major: C[M, N] = A[M, K] · B[N, K]ᵀ (A the activations, B the weight).
+// cuBLAS is column-major, and a row-major [R, C] matrix with row stride ld is the column-major [C, R]
+// matrix with leading dimension ld. So in cuBLAS terms we compute
+//     Cᵀ[N, M] = op(W) · Act      W := B seen as col-major [K, N] (ld = ldb), op = T -> [N, K]
+//                                 Act := A seen as col-major [K, M] (ld = lda), op = N
+//     Cᵀ: col-major [N, M], ld = ldc
+// and the per-head absorptions are strided batched (batch count z, element batch strides as given).
+#include "cublaslt_loader.cuh"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+namespace latte {
+namespace {
+
+CublasLtApi g_api;
+const CublasLtApi *g_api_ptr = nullptr;
+const char *g_why = "not loaded";
+std::once_flag g_once;
+
+template <typename F>
+bool resolve(void *lib, const char *name, F *fn) {
+    void *p = dlsym(lib, name);
+    *fn = reinterpret_cast<F>(p);
+    return p != nullptr;
+}
+
+void load_once() {
+    void *lib = dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) lib = dlopen("libcublasLt.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        g_why = "libcublasLt.so.13 / libcublasLt.so not found";
+        return;
+    }
+    CublasLtApi a;
+    bool ok = true;
+#define LATTE_RESOLVE(field, sym) ok = ok && resolve(lib, #sym, &a.field)
+    LATTE_RESOLVE(GetVersion, cublasLtGetVersion);
+    LATTE_RESOLVE(GetStatusName, cublasLtGetStatusName);
+    LATTE_RESOLVE(Create, cublasLtCreate);
+    LATTE_RESOLVE(Destroy, cublasLtDestroy);
+    LATTE_RESOLVE(MatmulDescCreate, cublasLtMatmulDescCreate);
+    LATTE_RESOLVE(MatmulDescDestroy, cublasLtMatmulDescDestroy);
+    LATTE_RESOLVE(MatmulDescSetAttribute, cublasLtMatmulDescSetAttribute);
+    LATTE_RESOLVE(MatrixLayoutCreate, cublasLtMatrixLayoutCreate);
+    LATTE_RESOLVE(MatrixLayoutDestroy, cublasLtMatrixLayoutDestroy);
+    LATTE_RESOLVE(MatrixLayoutSetAttribute, cublasLtMatrixLayoutSetAttribute);
+    LATTE_RESOLVE(MatmulPreferenceCreate, cublasLtMatmulPreferenceCreate);
+    LATTE_RESOLVE(MatmulPreferenceDestroy, cublasLtMatmulPreferenceDestroy);
+    LATTE_RESOLVE(MatmulPreferenceSetAttribute, cublasLtMatmulPreferenceSetAttribute);
+    LATTE_RESOLVE(MatmulAlgoGetHeuristic, cublasLtMatmulAlgoGetHeuristic);
+    LATTE_RESOLVE(Matmul, cublasLtMatmul);
+#undef LATTE_RESOLVE
+    if (!ok) {
+        g_why = "libcublasLt lacks a function latte needs";
+        return;  // the library stays open: harmless, and dlclose of a half-used library is not
+    }
+    // The attribute enums and struct layouts we compiled against must be the library's: same major version.
+    if (a.GetVersion() / 10000 != (size_t)CUBLAS_VER_MAJOR) {
+        g_why = "libcublasLt has another major version than the one latte was built with";
+        return;
+    }
+    g_api = a;
+    g_api_ptr = &g_api;
+    g_why = nullptr;
+}
+
+// Checks a cuBLAS call, remembering the first failure in `st` (later calls are skipped).
+#define LATTE_LT(call)                                 \
+    do {                                               \
+        if (st == CUBLAS_STATUS_SUCCESS) st = (call);  \
+    } while (0)
+
+}  // namespace
+
+const CublasLtApi *cublaslt_api(const char **why) {
+    std::call_once(g_once, load_once);
+    if (why) *why = g_why;
+    return g_api_ptr;
+}
+
+const char *cublaslt_status_name(cublasStatus_t s) {
+    const CublasLtApi *a = cublaslt_api();
+    const char *n = a ? a->GetStatusName(s) : nullptr;
+    return n ? n : "cuBLAS status (library not loaded)";
+}
+
+cublasStatus_t lt_context_create(LtContext *ctx, const CublasLtApi *api, size_t workspace_limit) {
+    ctx->api = api;
+    ctx->handle = nullptr;
+    ctx->desc = nullptr;
+    ctx->pref = nullptr;
+    ctx->workspace_limit = workspace_limit;
+    cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+    const cublasOperation_t op_w = CUBLAS_OP_T, op_act = CUBLAS_OP_N;
+    const uint64_t ws = workspace_limit;
+    // DETERMINISM: the INPLACE reduction scheme sums split-K parts into the output with atomics, in whatever
+    // order they arrive: excluded, so a run is bit-identical to the previous one. ROUNDING: OUTPUT_TYPE keeps
+    // the split-K parts in bf16 (one more rounding than the contract's fp32 sum rounded once): excluded too.
+    // Left: NONE (no split) and COMPUTE_TYPE (fp32 parts in workspace, summed in a separate, ordered step).
+    const uint32_t reductions = (uint32_t)CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    // The API guarantees 16-byte aligned pointers only (x, y, and the per-head slices of q / o_lat); the
+    // default preference (256) would let the heuristic pick algorithms that then refuse our operands.
+    const uint32_t align = 16;
+    LATTE_LT(api->Create(&ctx->handle));
+    LATTE_LT(api->MatmulDescCreate(&ctx->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    LATTE_LT(api->MatmulDescSetAttribute(ctx->desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_w, sizeof op_w));
+    LATTE_LT(api->MatmulDescSetAttribute(ctx->desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_act, sizeof op_act));
+    LATTE_LT(api->MatmulPreferenceCreate(&ctx->pref));
+    LATTE_LT(api->MatmulPreferenceSetAttribute(ctx->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    LATTE_LT(api->MatmulPreferenceSetAttribute(ctx->pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions,
+                                               sizeof reductions));
+    LATTE_LT(api->MatmulPreferenceSetAttribute(ctx->pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align, sizeof align));
+    LATTE_LT(api->MatmulPreferenceSetAttribute(ctx->pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align, sizeof align));
+    LATTE_LT(api->MatmulPreferenceSetAttribute(ctx->pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align, sizeof align));
+    LATTE_LT(api->MatmulPreferenceSetAttribute(ctx->pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align, sizeof align));
+    if (st != CUBLAS_STATUS_SUCCESS) lt_context_destroy(ctx);
+    return st;
+}
+
+void lt_context_destroy(LtContext *ctx) {
+    if (!ctx->api) return;
+    if (ctx->pref) ctx->api->MatmulPreferenceDestroy(ctx->pref);
+    if (ctx->desc) ctx->api->MatmulDescDestroy(ctx->desc);
+    if (ctx->handle) ctx->api->Destroy(ctx->handle);
+    ctx->pref = nullptr;
+    ctx->desc = nullptr;
+    ctx->handle = nullptr;
+}
+
+void lt_gemm_prepare(const LtContext &ctx, const GemmProblem &p, LtGemm *g) {
+    const CublasLtApi *api = ctx.api;
+    g->w = g->act = g->out = nullptr;
+    g->ready = false;
+    cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+    // a batched layout: count z, element stride between consecutive matrices
+    auto make = [&](cublasLtMatrixLayout_t *l, int64_t rows, int64_t cols, int64_t ld, int64_t batch_stride) {
+        LATTE_LT(api->MatrixLayoutCreate(l, CUDA_R_16BF, (uint64_t)rows, (uint64_t)cols, ld));
+        if (p.batch > 1) {
+            const int32_t count = p.batch;
+            LATTE_LT(api->MatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+            LATTE_LT(api->MatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &batch_stride,
+                                                   sizeof batch_stride));
+        }
+    };
+    make(&g->w, p.K, p.N, p.ldb, p.batch_stride_b);    // weight [N, K] row-major = [K, N] col-major, op T
+    make(&g->act, p.K, p.M, p.lda, p.batch_stride_a);  // activations [M, K] row-major = [K, M] col-major
+    make(&g->out, p.N, p.M, p.ldc, p.batch_stride_c);  // output [M, N] row-major = [N, M] col-major
+    cublasLtMatmulHeuristicResult_t res[1];
+    int found = 0;
+    // C and D share one layout (beta = 0: C is never read)
+    LATTE_LT(api->MatmulAlgoGetHeuristic(ctx.handle, ctx.desc, g->w, g->act, g->out, g->out, ctx.pref, 1, res, &found));
+    if (st == CUBLAS_STATUS_SUCCESS && (found < 1 || res[0].state != CUBLAS_STATUS_SUCCESS ||
+                                        res[0].workspaceSize > ctx.workspace_limit))
+        st = CUBLAS_STATUS_NOT_SUPPORTED;
+    g->status = st;
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        lt_gemm_destroy(ctx, g);
+        return;
+    }
+    g->algo = res[0].algo;
+    g->ready = true;
+}
+
+void lt_gemm_destroy(const LtContext &ctx, LtGemm *g) {
+    if (g->w) ctx.api->MatrixLayoutDestroy(g->w);
+    if (g->act) ctx.api->MatrixLayoutDestroy(g->act);
+    if (g->out) ctx.api->MatrixLayoutDestroy(g->out);
+    g->w = g->act = g->out = nullptr;
+    g->ready = false;
+}
+
+cublasStatus_t lt_gemm_run(const LtContext &ctx, const LtGemm &g, const GemmProblem &p, void *workspace,
+                           cudaStream_t stream) {
+    const float alpha = 1.0f, beta = 0.0f;  // host scalars (the default pointer mode), read at the call
+    return ctx.api->Matmul(ctx.handle, ctx.desc, &alpha, p.B, g.w, p.A, g.act, &beta, p.C, g.out, p.C, g.out, &g.algo,
+                           workspace, ctx.workspace_limit, stream);
+}
+
+}  // namespace latte

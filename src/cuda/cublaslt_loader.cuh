@@ -1,0 +1,80 @@
+// cuBLASLt, loaded at run time (dlopen), for the MLA projections; internal to the CUDA backend.
+//
+// Why dlopen: liblatte.so must load, and its CPU backend run, on a machine with no GPU, no driver and no
+// cuBLAS. So nothing links against libcublasLt: cublaslt_api() opens "libcublasLt.so.13" (then
+// "libcublasLt.so"), resolves the handful of functions below with dlsym and returns nullptr when any of
+// that fails; the caller then uses its own GEMM. The function types come from <cublasLt.h> (decltype only:
+// no symbol of the library is referenced at link time).
+//
+// Two CUDA runtimes then live in the process (our static cudart, and the one inside libcublasLt). Both
+// run on the driver's primary context of the current device, so device pointers and streams
+// (cudaStream_t == CUstream) pass between them unchanged.
+//
+// The GEMM below computes, like gemm_bf16 (same GemmProblem geometry):
+//     C[z][M, N] = bf16( A[z][M, K] · B[z][N, K]ᵀ )       bf16 in, fp32 compute and scale, bf16 out
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <stddef.h>
+
+#include "gemm_bf16.cuh"
+
+namespace latte {
+
+struct CublasLtApi {
+    decltype(&cublasLtGetVersion) GetVersion;
+    decltype(&cublasLtGetStatusName) GetStatusName;
+    decltype(&cublasLtCreate) Create;
+    decltype(&cublasLtDestroy) Destroy;
+    decltype(&cublasLtMatmulDescCreate) MatmulDescCreate;
+    decltype(&cublasLtMatmulDescDestroy) MatmulDescDestroy;
+    decltype(&cublasLtMatmulDescSetAttribute) MatmulDescSetAttribute;
+    decltype(&cublasLtMatrixLayoutCreate) MatrixLayoutCreate;
+    decltype(&cublasLtMatrixLayoutDestroy) MatrixLayoutDestroy;
+    decltype(&cublasLtMatrixLayoutSetAttribute) MatrixLayoutSetAttribute;
+    decltype(&cublasLtMatmulPreferenceCreate) MatmulPreferenceCreate;
+    decltype(&cublasLtMatmulPreferenceDestroy) MatmulPreferenceDestroy;
+    decltype(&cublasLtMatmulPreferenceSetAttribute) MatmulPreferenceSetAttribute;
+    decltype(&cublasLtMatmulAlgoGetHeuristic) MatmulAlgoGetHeuristic;
+    decltype(&cublasLtMatmul) Matmul;
+};
+
+// The loaded library, or nullptr (then *why, if given, says what failed: a static string). Thread-safe;
+// the load is attempted once per process and never printed about.
+const CublasLtApi *cublaslt_api(const char **why = nullptr);
+
+// Name of a cuBLAS status ("CUBLAS_STATUS_NOT_SUPPORTED"), for error messages.
+const char *cublaslt_status_name(cublasStatus_t s);
+
+// What one plan keeps: the handle, the one matmul descriptor every projection shares (TRANSA = T on the
+// weight, TRANSB = N on the activation, fp32 compute and scale) and the heuristic preferences.
+struct LtContext {
+    const CublasLtApi *api;
+    cublasLtHandle_t handle;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatmulPreference_t pref;
+    size_t workspace_limit;
+};
+// Creates everything on the current device. On failure everything created is destroyed again.
+cublasStatus_t lt_context_create(LtContext *ctx, const CublasLtApi *api, size_t workspace_limit);
+void lt_context_destroy(LtContext *ctx);
+
+// One problem shape with its heuristic's best algorithm.
+struct LtGemm {
+    cublasLtMatrixLayout_t w, act, out;  // cuBLAS's A (the weight B), B (the activation A), C = D
+    cublasLtMatmulAlgo_t algo;
+    bool ready;                          // layouts made and an algorithm found
+    cublasStatus_t status;               // why not ready (CUBLAS_STATUS_NOT_SUPPORTED: no algorithm)
+};
+// Describes the geometry of `p` (pointers unused; M, N, K, leading dimensions, batch and batch strides)
+// and asks the heuristic once. Never throws; on failure g->ready is false and g->status says why.
+void lt_gemm_prepare(const LtContext &ctx, const GemmProblem &p, LtGemm *g);
+void lt_gemm_destroy(const LtContext &ctx, LtGemm *g);
+
+// Enqueues C = A·Bᵀ for a problem of the geometry g was prepared for. No allocation, no synchronization.
+// workspace: at least ctx.workspace_limit bytes, 256-byte aligned.
+cublasStatus_t lt_gemm_run(const LtContext &ctx, const LtGemm &g, const GemmProblem &p, void *workspace,
+                           cudaStream_t stream);
+
+}  // namespace latte
