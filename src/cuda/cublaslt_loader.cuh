@@ -38,6 +38,9 @@ struct CublasLtApi {
     decltype(&cublasLtMatmulPreferenceSetAttribute) MatmulPreferenceSetAttribute;
     decltype(&cublasLtMatmulAlgoGetHeuristic) MatmulAlgoGetHeuristic;
     decltype(&cublasLtMatmul) Matmul;
+    decltype(&cublasLtMatmulAlgoConfigSetAttribute) MatmulAlgoConfigSetAttribute;
+    decltype(&cublasLtMatmulAlgoConfigGetAttribute) MatmulAlgoConfigGetAttribute;
+    decltype(&cublasLtMatmulAlgoCheck) MatmulAlgoCheck;
 };
 
 // The loaded library, or nullptr (then *why, if given, says what failed: a static string). Thread-safe;
@@ -55,6 +58,8 @@ struct LtContext {
     cublasLtMatmulDesc_t desc;
     cublasLtMatmulPreference_t pref;
     size_t workspace_limit;
+    int sm_count;      // of the plan's device: sizes the split-K of skinny problems
+    bool split_skinny; // force split-K where the heuristic leaves most SMs idle (LATTE_MLA_LT_SPLITK=0: off)
 };
 // Creates everything on the current device. On failure everything created is destroyed again.
 cublasStatus_t lt_context_create(LtContext *ctx, const CublasLtApi *api, size_t workspace_limit);
