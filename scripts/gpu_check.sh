@@ -32,7 +32,7 @@ OUT=$(mkdir -p "$1" && cd "$1" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
 BUILD=${GPU_CHECK_BUILD:-build-gpu}
-case "$BUILD" in /*) ;; *) BUILD="$BUILD" ;; esac
+case "$BUILD" in /*) ;; *) BUILD="$PWD/$BUILD" ;; esac
 ARCH=${GPU_CHECK_ARCH:-90a}
 JOBS=${GPU_CHECK_JOBS:-$(nproc 2>/dev/null || echo 16)}
 STEPS=${GPU_CHECK_STEPS:-info,build,cpu-test,gpu-test,oracle,bench,pytest,sanitize}

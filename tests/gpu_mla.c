@@ -501,7 +501,14 @@ int main(void) {
     const char *no_lt = getenv("LATTE_TEST_NO_CUBLASLT");
     const int skip_lt = no_lt && no_lt[0] == '1';
     env_checks();
+    /* LATTE_TEST_QUICK=1 (compute-sanitizer runs): the small configurations only */
+    const char *quick_env = getenv("LATTE_TEST_QUICK");
+    const int quick = quick_env && quick_env[0] == '1';
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (quick && (cases[i].dim > 2048 || cases[i].batch * cases[i].max_cache_len > 100000)) {
+            printf("%s: skipped (LATTE_TEST_QUICK=1)\n", cases[i].name);
+            continue;
+        }
         if (skip_lt && cases[i].gemm && !strcmp(cases[i].gemm, "cublaslt")) {
             printf("%s: skipped (LATTE_TEST_NO_CUBLASLT=1)\n", cases[i].name);
             continue;

@@ -56,6 +56,9 @@ static void run_case(const qk_case *c) {
     /* LATTE_TEST_FILTER=substring runs only the matching cases (bisecting on the GPU machine) */
     const char *filter = getenv("LATTE_TEST_FILTER");
     if (filter && !strstr(desc, filter)) return;
+    /* LATTE_TEST_QUICK=1 (compute-sanitizer runs): cases up to 4M elements */
+    const char *quick = getenv("LATTE_TEST_QUICK");
+    if (quick && quick[0] == '1' && c->n * (c->dq + c->dk) > ((int64_t)1 << 22)) return;
     qk_setup s;
     if (!qk_setup_make(&s, c)) {
         CHECK(0, "%s: host allocation failed", desc);
