@@ -6,7 +6,8 @@
  *   2. QK RMSNorm across heads at the peer's shapes and at the shapes only latte accepts (GQA widths,
  *      column slices of a fused qkv buffer, fp16/fp32).
  *   3. The MLA decode layer (DeepSeek-R1 sizes, batch 128) at cache lengths 512..6144, with a per-phase
- *      breakdown (latte_mla_run_with_events).
+ *      breakdown (latte_mla_run_with_events): first "len 512 untuned" (the projections' heuristic / default
+ *      GEMM choices), then latte_mla_plan_tune once per plan (its choices printed) and every case tuned.
  *
  * Method: every time is the median of many CUDA-graph replays bracketed by CUDA events, after warm-up.
  * Small operations are captured K times back to back in one graph (time / K), each call on another buffer
@@ -29,6 +30,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdarg>
 #include <cstddef>
 #include <cmath>
@@ -668,19 +670,24 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
         table("  rope tables %s: MLA skipped", st == LATTE_STATUS_NOT_SUPPORTED ? "not supported" : "FAILED");
     }
 
-    /* the reference convention at every length, then the production convention at 4096 */
-    struct Run { latte_mla_key_convention conv; int64_t len; };
+    /* the reference convention at every length, then the production convention at 4096; first, at 512, the
+     * untuned plan (the projections' heuristic / default choices), for comparison: every other case runs
+     * after latte_mla_plan_tune for this batch */
+    struct Run { latte_mla_key_convention conv; int64_t len; bool untuned; };
     std::vector<Run> runs;
-    for (int64_t L : lens) runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, L});
-    runs.push_back({LATTE_MLA_KEYS_STORED_ROTATED, 4096});
+    runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, 512, true});
+    for (int64_t L : lens) runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, L, false});
+    runs.push_back({LATTE_MLA_KEYS_STORED_ROTATED, 4096, false});
 
     latte_mla_plan plan = nullptr;
     int plan_conv = -1;
+    bool plan_tuned = false;
     for (size_t ri = 0; ri < runs.size() && st == LATTE_STATUS_SUCCESS; ri++) {
         const Run &r = runs[ri];
         const bool rot = r.conv == LATTE_MLA_KEYS_STORED_ROTATED;
         char label[64];
-        snprintf(label, sizeof label, "len %lld%s", (long long)r.len, rot ? " stored-rotated" : "");
+        snprintf(label, sizeof label, "len %lld%s%s", (long long)r.len, rot ? " stored-rotated" : "",
+                 r.untuned ? " untuned" : "");
         if (plan_conv != (int)r.conv) {
             latte_mla_plan_destroy(plan);
             plan = nullptr;
@@ -695,6 +702,7 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
                 continue;
             }
             plan_conv = (int)r.conv;
+            plan_tuned = false;
         }
         if (!plan) {
             table("  %-22s skipped (no plan)", label);
@@ -711,6 +719,28 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
             if (ws) CUDA_CHECK(cudaFree(ws));
             ws = dev_alloc(need);
             ws_bytes = need;
+        }
+        /* tune once per plan and batch, before the first tuned case (not a run: it synchronizes and allocates) */
+        if (!r.untuned && !plan_tuned) {
+            plan_tuned = true;
+            const auto t0 = std::chrono::steady_clock::now();
+            const latte_status ts = latte_mla_plan_tune(plan, batch, r.len, ws, ws_bytes, s);
+            const double tune_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (ts != LATTE_STATUS_SUCCESS) {
+                if (ts != LATTE_STATUS_NOT_SUPPORTED) g_failures++;
+                printf("mla: latte_mla_plan_tune: %s (%s); the untuned choices stay\n", latte_status_string(ts),
+                       latte_last_error());
+                table("  tune %s (untuned choices)", ts == LATTE_STATUS_NOT_SUPPORTED ? "not supported" : "FAILED");
+            } else {
+                char desc[2048];
+                if (latte_mla_plan_describe(plan, batch, desc, sizeof desc) != LATTE_STATUS_SUCCESS)
+                    snprintf(desc, sizeof desc, "(describe failed: %s)\n", latte_last_error());
+                printf("mla: tuned batch %lld (%s keys) in %.2f s:\n%s", (long long)batch,
+                       rot ? "stored-rotated" : "rotated-at-read", tune_s, desc);
+                table("  projections tuned for batch %lld (%s keys) in %.2f s:", (long long)batch,
+                      rot ? "stored-rotated" : "rotated-at-read", tune_s);
+                for (char *line = strtok(desc, "\n"); line; line = strtok(nullptr, "\n")) table("    %s", line);
+            }
         }
         std::vector<int32_t> lens_host(batch, (int32_t)r.len);
         CUDA_CHECK(cudaMemcpyAsync(lens_dev, lens_host.data(), batch * sizeof(int32_t), cudaMemcpyHostToDevice, s));
@@ -808,7 +838,7 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
         JObj params, peer, rec;
         params.num("batch", (double)batch).num("cache_len", (double)r.len).num("capacity", (double)capacity)
             .num("n_heads", (double)z.H).str("key_convention", rot ? "stored_rotated" : "rotated_at_read")
-            .str("rope", "bf16_reference").num("weight_bytes", wbytes).num("cache_bytes", kv_bytes)
+            .str("rope", "bf16_reference").str("projections", r.untuned ? "untuned" : "tuned").num("weight_bytes", wbytes).num("cache_bytes", kv_bytes)
             .num("attention_flops", attn_flops).num("projection_flops", proj_flops);
         if (std::isfinite(torch_ref))
             peer.obj("torch_absorbed", JObj().num("us", torch_ref).str("source", "--peers, this GPU session").num("speedup", torch_ref / t.us));

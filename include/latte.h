@@ -221,6 +221,29 @@ LATTE_API latte_status latte_mla_plan_destroy(latte_mla_plan plan);
 LATTE_API latte_status latte_mla_workspace_size(latte_mla_plan plan, int64_t batch, int64_t max_cache_len,
                                                 size_t *workspace_bytes);
 
+/* Optional, one-time tuning of the five projection GEMMs for runs of `batch` sequences (with the default
+ * x / y row strides, dim): times every candidate on the plan's weights and keeps the fastest per projection
+ * in the plan, so every later run of that batch uses it. Candidates: cuBLASLt's top heuristic algorithms, each
+ * also with a forced split-K (deterministic reductions only), and latte's own GEMM at several K splits.
+ * NOT a run: it synchronizes `stream`, allocates and frees temporary device memory, takes up to a few
+ * hundred milliseconds, and must not be called while `stream` is being captured into a graph. The workspace
+ * (latte_mla_workspace_size(plan, batch, max_cache_len) bytes) is used as scratch; the workspace size does
+ * not change by tuning. No y and no cache of the caller is touched.
+ * Determinism: after tuning, runs of that batch are bit-reproducible (the choice is fixed in the plan until
+ * it is tuned again); two tune calls may choose differently (timing noise), and the choices differ in fp32
+ * summation order, so y may differ in the last bf16 bit between them. An engine tunes once, at startup,
+ * before capturing its graphs. Tuning batch B affects runs of batch B only. Thread-safe against runs of the
+ * plan from other host threads (a run takes the choice current when it starts). CPU backend: nothing to
+ * tune; returns success after validating the arguments. */
+LATTE_API latte_status latte_mla_plan_tune(latte_mla_plan plan, int64_t batch, int64_t max_cache_len, void *workspace,
+                                           size_t workspace_bytes, latte_stream_t stream);
+
+/* What runs of `batch` sequences (default strides) use for each projection, one line each, e.g.
+ *   "down: cublasLt algo 23 tile 12 splitK 4, 11.2 us (heuristic 28.9 us, 41 candidates)"
+ *   "up: latte gemm splitK 2 (default, not tuned)"
+ * written into buf (NUL-terminated, truncated to buf_bytes; 1024 bytes is ample). Host work only. */
+LATTE_API latte_status latte_mla_plan_describe(latte_mla_plan plan, int64_t batch, char *buf, size_t buf_bytes);
+
 /* One decode step: appends kv_lora of the new token at cache row cache_lens[b] of each sequence
  * and writes y. CUDA: no allocation, no synchronization (graph-capturable).
  * A sequence whose device-side length is < 0 or > max_cache_len gets y = NaN, nothing is appended

@@ -103,6 +103,13 @@ LATTE_INTERNAL size_t latte_cuda_mla_workspace_size(const struct latte_mla_plan_
 LATTE_INTERNAL latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const latte_mla_run_args *a,
                                                void *workspace, size_t workspace_bytes, latte_stream_t stream,
                                                void *const *events);
+/* Called with validated sizes and a workspace of at least latte_cuda_mla_workspace_size bytes. */
+LATTE_INTERNAL latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, int64_t batch,
+                                                     int64_t max_cache_len, void *workspace, size_t workspace_bytes,
+                                                     latte_stream_t stream);
+/* buf non-null, buf_bytes >= 1, batch validated */
+LATTE_INTERNAL latte_status latte_cuda_mla_plan_describe(struct latte_mla_plan_s *plan, int64_t batch, char *buf,
+                                                         size_t buf_bytes);
 LATTE_INTERNAL latte_status latte_cuda_mla_bad_lengths(struct latte_mla_plan_s *plan, int64_t *count, int reset,
                                                        latte_stream_t stream);
 

@@ -13,6 +13,9 @@
  * LATTE_MLA_GEMM=cublaslt (cuBLASLt for every projection; needs libcublasLt.so.13 loadable: set
  * LATTE_TEST_NO_CUBLASLT=1 to skip those cases on a machine without it), unset (cuBLASLt where available),
  * LATTE_MLA_SIMPLE_GEMM=1 (the simple fallback), and the environment's invalid combinations.
+ * Tuning (latte_mla_plan_tune): tuned cases run the same checks after tuning their batch (y untouched by the
+ * tune, determinism, the choice fixed: describe unchanged after the runs); tune_api_checks covers the
+ * arguments it rejects, describe's truncation, a tune under graph capture (rejected) and the CPU backend.
  */
 #include "test_util.h"
 
@@ -70,7 +73,9 @@ static double wall_s(void) {
 
 static int is_valid_len(int32_t len, int64_t max_len) { return len >= 0 && len <= max_len; }
 
-static void run_case(const mla_case *k) {
+/* tune: latte_mla_plan_tune for (batch, max_cache_len) before the first run (the tuned choice applies to the
+ * default strides: tuned cases have no x / y padding) */
+static void run_case(const mla_case *k, int tune) {
     latte_mla_config cfg = latte_mla_config_deepseek_r1();
     cfg.n_heads = k->H;
     cfg.dim = k->dim;
@@ -153,6 +158,22 @@ static void run_case(const mla_case *k) {
     void *d_ws = NULL;
     CK(cudaMalloc(&d_ws, wsb ? wsb : 256));
     CK(cudaMemset(d_ws, 0xff, wsb ? wsb : 256));
+    char desc[1024] = "";
+    if (tune) {
+        const double t0 = wall_s();
+        CHECK_OK(latte_mla_plan_tune(gplan, B, k->max_cache_len, d_ws, wsb, NULL));
+        const double t_tune = wall_s() - t0;
+        CHECK_OK(latte_mla_plan_describe(gplan, B, desc, sizeof desc));
+        printf("%s: tuned in %.2f s:\n%s", k->name, t_tune, desc);
+        CHECK(k->simple_gemm || strstr(desc, "candidates") != NULL, "%s: describe after tune says nothing of it: %s",
+              k->name, desc);
+        CHECK(t_tune < 5.0, "%s: tuning took %.2f s (the budget is ~2 s at batch 128)", k->name, t_tune);
+        /* tune wrote neither y (still NaN) nor, checked below with the run's, the cache */
+        CK(cudaMemcpy(y2, d_y, (size_t)B * ys * 2, cudaMemcpyDeviceToHost));
+        size_t touched = 0;
+        for (size_t i = 0; i < (size_t)B * ys; i++) touched += y2[i] != 0xffff;
+        CHECK(touched == 0, "%s: tune wrote %zu elements of y", k->name, touched);
+    }
     latte_mla_run_args ra;
     memset(&ra, 0, sizeof ra);
     ra.batch = B;
@@ -306,6 +327,11 @@ static void run_case(const mla_case *k) {
         CK(cudaDeviceSynchronize());
         CK(cudaMemcpy(y2, d_y, (size_t)B * ys * 2, cudaMemcpyDeviceToHost));
         CHECK(memcmp(y, y2, (size_t)B * ys * 2) == 0, "%s: two runs differ", k->name);
+        if (tune) { /* the tuned choice stays: describe says the same after the runs */
+            char again[1024];
+            CHECK_OK(latte_mla_plan_describe(gplan, B, again, sizeof again));
+            CHECK(strcmp(desc, again) == 0, "%s: the choice changed after runs:\n%s\nthen\n%s", k->name, desc, again);
+        }
 
         /* CUDA graph: capture one run on a stream, replay, same y */
         cudaStream_t s;
@@ -412,6 +438,116 @@ static void rope_tables_check(latte_rope_kind kind, int64_t max_pos, int64_t P, 
     free(c), free(s), free(gc), free(gs);
 }
 
+/* latte_mla_plan_tune / latte_mla_plan_describe: rejected arguments (and nothing written), describe's lines and
+ * truncation, tune under graph capture rejected, the CPU backend's no-op. */
+static void tune_api_checks(void) {
+    latte_mla_config cfg = latte_mla_config_deepseek_r1();
+    cfg.n_heads = 16;
+    cfg.dim = 512;
+    cfg.q_lora_rank = 256;
+    const size_t n[5] = {256 * 512, ROW * 512, 16 * 192 * 256, 16 * 256 * 512, 512 * 16 * 128};
+    void *d[5], *h[5];
+    for (int i = 0; i < 5; i++) {
+        CK(cudaMalloc(&d[i], n[i] * 2));
+        CK(cudaMemset(d[i], 0, n[i] * 2));
+        h[i] = calloc(n[i], 2);
+    }
+    latte_mla_weights w = {d[0], d[1], d[2], d[3], d[4]}, hw = {h[0], h[1], h[2], h[3], h[4]};
+    latte_mla_plan plan = NULL, cplan = NULL;
+    CHECK_OK(latte_mla_plan_create(&plan, &cfg, &w, LATTE_BACKEND_CUDA, NULL));
+    CHECK_OK(latte_mla_plan_create(&cplan, &cfg, &hw, LATTE_BACKEND_CPU, NULL));
+    if (!plan || !cplan) {
+        latte_mla_plan_destroy(plan);
+        latte_mla_plan_destroy(cplan);
+        for (int i = 0; i < 5; i++) cudaFree(d[i]), free(h[i]);
+        return;
+    }
+    const int64_t B = 4, maxlen = 100;
+    size_t wsb = 0;
+    CHECK_OK(latte_mla_workspace_size(plan, B, maxlen, &wsb));
+    void *ws = NULL, *host_ws = malloc(wsb + 256);
+    CK(cudaMalloc(&ws, wsb));
+    static const struct { const char *what; int plan_null; int64_t batch, maxlen; int ws_kind; size_t less; latte_status want; } bad[] = {
+        {"null plan", 1, 4, 100, 0, 0, LATTE_STATUS_INVALID_ARGUMENT},
+        {"batch 0", 0, 0, 100, 0, 0, LATTE_STATUS_INVALID_ARGUMENT},
+        {"batch 2^21", 0, 1 << 21, 100, 0, 0, LATTE_STATUS_INVALID_ARGUMENT},
+        {"max_cache_len -1", 0, 4, -1, 0, 0, LATTE_STATUS_INVALID_ARGUMENT},
+        {"null workspace", 0, 4, 100, 1, 0, LATTE_STATUS_INVALID_ARGUMENT},
+        {"small workspace", 0, 4, 100, 0, 1, LATTE_STATUS_INSUFFICIENT_WORKSPACE},
+        {"host workspace", 0, 4, 100, 2, 0, LATTE_STATUS_INVALID_ARGUMENT},
+        {"misaligned workspace", 0, 4, 100, 3, 0, LATTE_STATUS_INVALID_ARGUMENT},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        void *wp = bad[i].ws_kind == 0 ? ws : bad[i].ws_kind == 1 ? NULL : bad[i].ws_kind == 2 ? host_ws : (char *)ws + 16;
+        const latte_status st = latte_mla_plan_tune(bad[i].plan_null ? NULL : plan, bad[i].batch, bad[i].maxlen, wp,
+                                                    wsb - bad[i].less, NULL);
+        CHECK(st == bad[i].want && latte_last_error()[0], "tune, %s: %s (%s), expected %s", bad[i].what,
+              latte_status_string(st), latte_last_error(), latte_status_string(bad[i].want));
+    }
+    /* under graph capture: rejected, nothing captured */
+    {
+        cudaStream_t s;
+        CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        cudaGraph_t g = NULL;
+        CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+        const latte_status st = latte_mla_plan_tune(plan, B, maxlen, ws, wsb, (latte_stream_t)s);
+        CK(cudaStreamEndCapture(s, &g));
+        CHECK(st == LATTE_STATUS_INVALID_ARGUMENT && strstr(latte_last_error(), "captur"),
+              "tune under capture: %s (%s), expected INVALID_ARGUMENT", latte_status_string(st), latte_last_error());
+        size_t nodes = 99;
+        CK(cudaGraphGetNodes(g, NULL, &nodes));
+        CHECK(nodes == 0, "tune under capture enqueued %zu nodes", nodes);
+        cudaGraphDestroy(g);
+        cudaStreamDestroy(s);
+    }
+    /* describe: rejected arguments write nothing */
+    char buf[1024], full[1024];
+    memset(buf, 'x', sizeof buf);
+    CHECK(latte_mla_plan_describe(NULL, B, buf, sizeof buf) == LATTE_STATUS_INVALID_ARGUMENT, "describe: null plan");
+    CHECK(latte_mla_plan_describe(plan, 0, buf, sizeof buf) == LATTE_STATUS_INVALID_ARGUMENT, "describe: batch 0");
+    CHECK(latte_mla_plan_describe(plan, B, NULL, sizeof buf) == LATTE_STATUS_INVALID_ARGUMENT, "describe: null buf");
+    CHECK(latte_mla_plan_describe(plan, B, buf, 0) == LATTE_STATUS_INVALID_ARGUMENT, "describe: 0 bytes");
+    CHECK(buf[0] == 'x' && buf[sizeof buf - 1] == 'x', "describe: a rejected call wrote into buf");
+    /* untuned, then tuned (twice: a second tune is allowed); five lines each */
+    CHECK_OK(latte_mla_plan_describe(plan, B, full, sizeof full));
+    CHECK(strstr(full, "not tuned") != NULL, "describe before tune: %s", full);
+    CHECK_OK(latte_mla_plan_tune(plan, B, maxlen, ws, wsb, NULL));
+    CHECK_OK(latte_mla_plan_tune(plan, B, maxlen, ws, wsb, NULL));
+    CHECK_OK(latte_mla_plan_describe(plan, B, full, sizeof full));
+    int lines = 0;
+    for (const char *c = full; *c; c++) lines += *c == '\n';
+    CHECK(lines == 5 && strstr(full, "candidates") && strstr(full, "down: ") && strstr(full, "out: "),
+          "describe after tune: %d lines:\n%s", lines, full);
+    printf("tune_api_checks: batch %lld tuned:\n%s", (long long)B, full);
+    /* a shorter tune batch is another shape: still untuned */
+    CHECK_OK(latte_mla_plan_describe(plan, B + 1, buf, sizeof buf));
+    CHECK(strstr(buf, "not tuned") != NULL, "describe of an untuned batch: %s", buf);
+    /* truncation: NUL-terminated prefix */
+    char small[13];
+    memset(small, 'x', sizeof small);
+    CHECK_OK(latte_mla_plan_describe(plan, B, small, 12));
+    CHECK(small[11] == '\0' && small[12] == 'x' && strncmp(small, full, 11) == 0, "describe truncated: \"%.12s\"", small);
+    CHECK_OK(latte_mla_plan_describe(plan, B, small, 1));
+    CHECK(small[0] == '\0', "describe into 1 byte: not empty");
+    /* CPU backend: validated, then nothing to do */
+    size_t cwsb = 0;
+    CHECK_OK(latte_mla_workspace_size(cplan, B, maxlen, &cwsb));
+    void *cws = malloc(cwsb + 16);
+    CHECK_OK(latte_mla_plan_tune(cplan, B, maxlen, cws, cwsb, NULL));
+    CHECK(latte_mla_plan_tune(cplan, 0, maxlen, cws, cwsb, NULL) == LATTE_STATUS_INVALID_ARGUMENT, "CPU tune: batch 0");
+    if (cwsb > 0)
+        CHECK(latte_mla_plan_tune(cplan, B, maxlen, cws, cwsb - 1, NULL) == LATTE_STATUS_INSUFFICIENT_WORKSPACE,
+              "CPU tune: small workspace");
+    CHECK_OK(latte_mla_plan_describe(cplan, B, buf, sizeof buf));
+    CHECK(strlen(buf) > 0, "CPU describe: empty");
+    free(cws);
+    free(host_ws);
+    cudaFree(ws);
+    latte_mla_plan_destroy(plan);
+    latte_mla_plan_destroy(cplan);
+    for (int i = 0; i < 5; i++) cudaFree(d[i]), free(h[i]);
+}
+
 /* LATTE_MLA_GEMM is read at plan creation: a bad value, or one that contradicts LATTE_MLA_SIMPLE_GEMM=1, fails
  * it with INVALID_ARGUMENT and a message naming the variable; "latte" always works. */
 static void env_checks(void) {
@@ -513,7 +649,30 @@ int main(void) {
             printf("%s: skipped (LATTE_TEST_NO_CUBLASLT=1)\n", cases[i].name);
             continue;
         }
-        run_case(&cases[i]);
+        run_case(&cases[i], 0);
+    }
+
+    tune_api_checks();
+    /* tuned: the same checks after latte_mla_plan_tune for the case's batch (default strides: no x / y pad) */
+    const mla_case tuned[] = {
+        /* name                      H    dim   dq    batch conv                         x     cache wscale cap  maxlen unif  samp lens row x  y  extras simple gemm */
+        {"r1 b128 tuned",            128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 1024, 1000, -1, 8, NULL, 8, 0, 0, 1, 0, NULL},
+        {"r1 b128 stored tuned latte",128, 7168, 1536, 128, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 600, 555, -1, 6, NULL, 0, 0, 0, 1, 0, "latte"},
+        {"r1 b77 tuned cublaslt",    128, 7168, 1536, 77,  LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 700, 650, -1, 6, NULL, 0, 0, 0, 1, 0, "cublaslt"},
+        {"h64 b256 c0.1 tuned",      64,  2048, 1536, 256, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 0.1f, 1.0f, 320, 300, -1, 8, NULL, 0, 0, 0, 1, 0, NULL},
+        {"h16 b6 bad lengths tuned", 16,  1024, 256,  6,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, NULL},
+        {"h32 b5 simple GEMM tuned", 32,  1024, 512,  5,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 200, 150, -1, 5, NULL, 0, 0, 0, 0, 1, NULL},
+    };
+    for (size_t i = 0; i < sizeof tuned / sizeof tuned[0]; i++) {
+        if (quick && (tuned[i].dim > 2048 || tuned[i].batch * tuned[i].max_cache_len > 100000)) {
+            printf("%s: skipped (LATTE_TEST_QUICK=1)\n", tuned[i].name);
+            continue;
+        }
+        if (skip_lt && tuned[i].gemm && !strcmp(tuned[i].gemm, "cublaslt")) {
+            printf("%s: skipped (LATTE_TEST_NO_CUBLASLT=1)\n", tuned[i].name);
+            continue;
+        }
+        run_case(&tuned[i], 1);
     }
     return test_finish("gpu_mla");
 }

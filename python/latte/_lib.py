@@ -209,6 +209,10 @@ def _declare(L):
                                             ctypes.POINTER(vp)]
     L.latte_mla_plan_bad_lengths.restype = S
     L.latte_mla_plan_bad_lengths.argtypes = [vp, ctypes.POINTER(ctypes.c_int64), ctypes.c_int, vp]
+    L.latte_mla_plan_tune.restype = S
+    L.latte_mla_plan_tune.argtypes = [vp, ctypes.c_int64, ctypes.c_int64, vp, ctypes.c_size_t, vp]
+    L.latte_mla_plan_describe.restype = S
+    L.latte_mla_plan_describe.argtypes = [vp, ctypes.c_int64, ctypes.c_char_p, ctypes.c_size_t]
 
 
 def check(status, function=None):

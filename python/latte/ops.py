@@ -262,6 +262,11 @@ class MLADecode:
         self._plan = plan
         self._lib = _lib.lib()  # kept for __del__ at interpreter shutdown
         self._workspaces = {}  # (batch, max_cache_len) -> (tensor, aligned pointer, bytes)
+        # a 1-byte tensor of the weights' library and device: tune() allocates its workspace like it
+        try:
+            self._like = T.describe(T.empty_like_kind(infos["q_down"], (1,), "uint8"), "like")
+        except (TypeError, ImportError):
+            self._like = None
         self._plan_id = next(_plan_ids)
         _PLANS[self._plan_id] = self
         del infos, ws
@@ -273,6 +278,7 @@ class MLADecode:
         if plan:
             _PLANS.pop(getattr(self, "_plan_id", None), None)
             self._workspaces = {}
+            self._like = None
             self._lib.latte_mla_plan_destroy(plan)
 
     def __del__(self):
@@ -328,6 +334,37 @@ class MLADecode:
                 ws = (buf, (ptr + 255) // 256 * 256, nbytes)
             self._workspaces[key] = ws
         return ws[1], ws[2]
+
+    # -- tuning --
+    def tune(self, batch, max_cache_len, like=None):
+        """Optional, once at startup (before capturing CUDA graphs): time every candidate of the five
+        projection GEMMs for runs of `batch` sequences and keep the fastest in the plan; later calls with that
+        batch (and contiguous x / out) use them, bit-reproducibly. Synchronizes the current stream and
+        allocates temporary device memory (not a run). Another tune() may choose differently (timing noise).
+        The workspace for (batch, max_cache_len) is allocated as a call would (and kept for the calls).
+        like: a tensor whose library and device allocate that workspace (default: the weights').
+        CPU backend: nothing to tune. Returns describe(batch)."""
+        plan = self._handle()
+        info = T.describe(like, "like") if like is not None else self._like
+        if info is None:
+            raise TypeError("MLADecode.tune: cannot allocate a workspace like the weights: pass like= (a tensor on "
+                            "the plan's device)")
+        obj = info.obj
+        stream = T.current_stream(obj)
+        ws_ptr, ws_bytes = self._workspace(int(batch), max(int(max_cache_len), 0), info)
+        with T.device_guard(obj):
+            st = _lib.lib().latte_mla_plan_tune(plan, int(batch), int(max_cache_len), ctypes.c_void_p(ws_ptr or None),
+                                                ws_bytes, ctypes.c_void_p(stream or None))
+        _lib.check(st, "latte_mla_plan_tune")
+        return self.describe(batch)
+
+    def describe(self, batch):
+        """What calls with `batch` sequences use for each projection GEMM, one line each (cuBLASLt algorithm
+        or latte's GEMM with its split; with tune()'s timings once tuned)."""
+        buf = ctypes.create_string_buffer(4096)
+        _lib.check(_lib.lib().latte_mla_plan_describe(self._handle(), int(batch), buf, len(buf)),
+                   "latte_mla_plan_describe")
+        return buf.value.decode("utf-8", "replace")
 
     # -- run --
     def __call__(self, x, kv_cache, cache_lens, rope_cos, rope_sin, max_cache_len=None, out=None):

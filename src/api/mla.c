@@ -7,6 +7,7 @@
  */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 latte_mla_config latte_mla_config_deepseek_r1(void) {
@@ -138,6 +139,38 @@ latte_status latte_mla_workspace_size(latte_mla_plan plan, int64_t batch, int64_
     *workspace_bytes = plan->backend == LATTE_BACKEND_CPU ? latte_cpu_mla_workspace_size(plan, batch, max_cache_len)
                                                           : latte_cuda_mla_workspace_size(plan, batch, max_cache_len);
     return latte_clear_error();
+}
+
+latte_status latte_mla_plan_tune(latte_mla_plan plan, int64_t batch, int64_t max_cache_len, void *workspace,
+                                 size_t workspace_bytes, latte_stream_t stream) {
+    latte_status st;
+    if ((st = check_sizes(plan, batch, max_cache_len))) return st;
+    const int cuda = plan->backend == LATTE_BACKEND_CUDA;
+    const size_t need = cuda ? latte_cuda_mla_workspace_size(plan, batch, max_cache_len)
+                             : latte_cpu_mla_workspace_size(plan, batch, max_cache_len);
+    if (need > 0 && !workspace)
+        return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT, "workspace: null, but %zu bytes are needed", need);
+    if (workspace_bytes < need)
+        return latte_set_error(LATTE_STATUS_INSUFFICIENT_WORKSPACE,
+                               "workspace: %zu bytes given, %zu needed for batch %lld, max_cache_len %lld", workspace_bytes,
+                               need, (long long)batch, (long long)max_cache_len);
+    if (need > 0 && (st = check_pointer(workspace, "workspace", plan->backend, cuda ? 256 : 16))) return st;
+    if (!cuda) return latte_clear_error(); /* the CPU backend has nothing to choose */
+    st = latte_cuda_mla_plan_tune(plan, batch, max_cache_len, workspace, workspace_bytes, stream);
+    return st ? st : latte_clear_error();
+}
+
+latte_status latte_mla_plan_describe(latte_mla_plan plan, int64_t batch, char *buf, size_t buf_bytes) {
+    latte_status st;
+    if ((st = check_sizes(plan, batch, 0))) return st;
+    if (!buf) return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT, "buf: null pointer");
+    if (buf_bytes < 1) return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT, "buf_bytes: 0 (no room for the terminating NUL)");
+    if (plan->backend == LATTE_BACKEND_CPU) {
+        snprintf(buf, buf_bytes, "all: CPU backend, the reference projections (nothing to tune)\n");
+        return latte_clear_error();
+    }
+    st = latte_cuda_mla_plan_describe(plan, batch, buf, buf_bytes);
+    return st ? st : latte_clear_error();
 }
 
 /* 1 if `rows` rows of `width` elements, `stride` apart (rows >= 1, stride >= 0), span at most 2^60 elements:

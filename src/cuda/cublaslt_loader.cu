@@ -103,16 +103,6 @@ cublasStatus_t lt_context_create(LtContext *ctx, const CublasLtApi *api, size_t 
     ctx->desc = nullptr;
     ctx->pref = nullptr;
     ctx->workspace_limit = workspace_limit;
-    ctx->sm_count = 132;
-    {
-        int dev = 0, sms = 0;
-        if (cudaGetDevice(&dev) == cudaSuccess &&
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess && sms > 0)
-            ctx->sm_count = sms;
-        (void)cudaGetLastError();
-        const char *e = getenv("LATTE_MLA_LT_SPLITK");  // read once per plan (plan creation)
-        ctx->split_skinny = !(e && e[0] == '0');
-    }
     cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
     const cublasOperation_t op_w = CUBLAS_OP_T, op_act = CUBLAS_OP_N;
     const uint64_t ws = workspace_limit;
@@ -150,41 +140,6 @@ void lt_context_destroy(LtContext *ctx) {
     ctx->handle = nullptr;
 }
 
-// Skinny problems: with M = batch ~128 the stacked down-projection (N = 2112, K = 7168) has ~17 output tiles
-// of 128, and the heuristic's choice leaves ~85% of the SMs idle: measured on an H200, 29 µs for 15 MB of
-// weights (0.5 TB/s). When the chosen algorithm does not split K and the tiles cannot fill half the SMs,
-// split K so that about two blocks per SM stream the weight, with the fp32 COMPUTE_TYPE reduction (ordered,
-// deterministic; see the preference above). Kept only if cublasLtMatmulAlgoCheck accepts it within the
-// workspace limit; otherwise the heuristic's algorithm stays.
-static void lt_split_skinny(const LtContext &ctx, const GemmProblem &p, LtGemm *g) {
-    const CublasLtApi *api = ctx.api;
-    const int64_t tiles = ((p.N + 127) / 128) * ((p.M + 127) / 128) * (p.batch > 1 ? p.batch : 1);
-    if (tiles * 4 > ctx.sm_count || p.K < 2048) return;
-    int32_t split = 1;
-    size_t got = 0;
-    if (api->MatmulAlgoConfigGetAttribute(&g->algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof split, &got) !=
-            CUBLAS_STATUS_SUCCESS || split > 1)
-        return;
-    int64_t want = (2 * ctx.sm_count + tiles - 1) / tiles;
-    if (want > 16) want = 16;
-    if (want > p.K / 512) want = p.K / 512;
-    if (want < 2) return;
-    cublasLtMatmulAlgo_t algo = g->algo;
-    const int32_t splits = (int32_t)want;
-    const uint32_t scheme = (uint32_t)CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-    if (api->MatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits, sizeof splits) !=
-            CUBLAS_STATUS_SUCCESS ||
-        api->MatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme) !=
-            CUBLAS_STATUS_SUCCESS)
-        return;
-    cublasLtMatmulHeuristicResult_t check;
-    memset(&check, 0, sizeof check);
-    if (api->MatmulAlgoCheck(ctx.handle, ctx.desc, g->w, g->act, g->out, g->out, &algo, &check) ==
-            CUBLAS_STATUS_SUCCESS &&
-        check.state == CUBLAS_STATUS_SUCCESS && check.workspaceSize <= ctx.workspace_limit)
-        g->algo = algo;
-}
-
 void lt_gemm_prepare(const LtContext &ctx, const GemmProblem &p, LtGemm *g) {
     const CublasLtApi *api = ctx.api;
     g->w = g->act = g->out = nullptr;
@@ -216,7 +171,6 @@ void lt_gemm_prepare(const LtContext &ctx, const GemmProblem &p, LtGemm *g) {
         return;
     }
     g->algo = res[0].algo;
-    if (ctx.split_skinny) lt_split_skinny(ctx, p, g);
     g->ready = true;
 }
 
@@ -228,11 +182,75 @@ void lt_gemm_destroy(const LtContext &ctx, LtGemm *g) {
     g->ready = false;
 }
 
-cublasStatus_t lt_gemm_run(const LtContext &ctx, const LtGemm &g, const GemmProblem &p, void *workspace,
-                           cudaStream_t stream) {
+cublasStatus_t lt_gemm_run(const LtContext &ctx, const LtGemm &g, const cublasLtMatmulAlgo_t &algo,
+                           const GemmProblem &p, void *workspace, cudaStream_t stream) {
     const float alpha = 1.0f, beta = 0.0f;  // host scalars (the default pointer mode), read at the call
-    return ctx.api->Matmul(ctx.handle, ctx.desc, &alpha, p.B, g.w, p.A, g.act, &beta, p.C, g.out, p.C, g.out, &g.algo,
+    return ctx.api->Matmul(ctx.handle, ctx.desc, &alpha, p.B, g.w, p.A, g.act, &beta, p.C, g.out, p.C, g.out, &algo,
                            workspace, ctx.workspace_limit, stream);
+}
+
+// Tuning candidates. Why forced split-K at all: with M = batch ~128 the stacked down-projection (N = 2112,
+// K = 7168) has ~17 output tiles of 128, and the heuristic's top-1 leaves most SMs idle (measured on an
+// H200: 29 µs for 15 MB of weights). But forcing a split by rule made it slower (33 µs): which split, on
+// which algorithm, is for latte_mla_plan_tune to measure, so every (algorithm, split) pair the library
+// accepts is offered.
+int lt_gemm_candidates(const LtContext &ctx, const LtGemm &g, cublasLtMatmulAlgo_t *out, int max_out) {
+    if (!g.ready || max_out < 1) return 0;
+    const CublasLtApi *api = ctx.api;
+    int n = 0;
+    auto add = [&](const cublasLtMatmulAlgo_t &a) {
+        if (n >= max_out) return;
+        for (int i = 0; i < n; i++)
+            if (!memcmp(&out[i], &a, sizeof a)) return;
+        out[n++] = a;
+    };
+    add(g.algo);
+    cublasLtMatmulHeuristicResult_t res[kLtHeuristicCandidates];
+    memset(res, 0, sizeof res);
+    int found = 0;
+    if (api->MatmulAlgoGetHeuristic(ctx.handle, ctx.desc, g.w, g.act, g.out, g.out, ctx.pref, kLtHeuristicCandidates,
+                                    res, &found) != CUBLAS_STATUS_SUCCESS)
+        found = 0;
+    if (found > kLtHeuristicCandidates) found = kLtHeuristicCandidates;
+    for (int r = 0; r < found; r++) {
+        if (res[r].state != CUBLAS_STATUS_SUCCESS || res[r].workspaceSize > ctx.workspace_limit) continue;
+        add(res[r].algo);
+        static const int32_t kSplits[] = {2, 4, 8, 16};
+        for (int32_t splits : kSplits) {
+            cublasLtMatmulAlgo_t algo = res[r].algo;
+            const uint32_t scheme = (uint32_t)CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+            if (api->MatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits, sizeof splits) !=
+                    CUBLAS_STATUS_SUCCESS ||
+                api->MatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
+                                                  sizeof scheme) != CUBLAS_STATUS_SUCCESS)
+                continue;
+            cublasLtMatmulHeuristicResult_t check;
+            memset(&check, 0, sizeof check);
+            if (api->MatmulAlgoCheck(ctx.handle, ctx.desc, g.w, g.act, g.out, g.out, &algo, &check) ==
+                    CUBLAS_STATUS_SUCCESS &&
+                check.state == CUBLAS_STATUS_SUCCESS && check.workspaceSize <= ctx.workspace_limit)
+                add(algo);
+        }
+    }
+    return n;
+}
+
+LtAlgoInfo lt_algo_info(const LtContext &ctx, const cublasLtMatmulAlgo_t &algo) {
+    LtAlgoInfo info = {-1, -1, -1};
+    const CublasLtApi *api = ctx.api;
+    if (!api) return info;
+    int32_t id = 0, split = 0;
+    uint32_t tile = 0;
+    size_t got = 0;
+    if (api->MatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &got) == CUBLAS_STATUS_SUCCESS)
+        info.id = id;
+    if (api->MatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &got) ==
+        CUBLAS_STATUS_SUCCESS)
+        info.tile = (int)tile;
+    if (api->MatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof split, &got) ==
+        CUBLAS_STATUS_SUCCESS)
+        info.split_k = split;
+    return info;
 }
 
 }  // namespace latte

@@ -58,17 +58,16 @@ struct LtContext {
     cublasLtMatmulDesc_t desc;
     cublasLtMatmulPreference_t pref;
     size_t workspace_limit;
-    int sm_count;      // of the plan's device: sizes the split-K of skinny problems
-    bool split_skinny; // force split-K where the heuristic leaves most SMs idle (LATTE_MLA_LT_SPLITK=0: off)
 };
 // Creates everything on the current device. On failure everything created is destroyed again.
 cublasStatus_t lt_context_create(LtContext *ctx, const CublasLtApi *api, size_t workspace_limit);
 void lt_context_destroy(LtContext *ctx);
 
-// One problem shape with its heuristic's best algorithm.
+// One problem shape with its heuristic's best algorithm (the untuned choice; latte_mla_plan_tune may pick
+// another one, which the plan keeps beside it).
 struct LtGemm {
     cublasLtMatrixLayout_t w, act, out;  // cuBLAS's A (the weight B), B (the activation A), C = D
-    cublasLtMatmulAlgo_t algo;
+    cublasLtMatmulAlgo_t algo;           // the heuristic's top-1, as it returned it
     bool ready;                          // layouts made and an algorithm found
     cublasStatus_t status;               // why not ready (CUBLAS_STATUS_NOT_SUPPORTED: no algorithm)
 };
@@ -77,9 +76,26 @@ struct LtGemm {
 void lt_gemm_prepare(const LtContext &ctx, const GemmProblem &p, LtGemm *g);
 void lt_gemm_destroy(const LtContext &ctx, LtGemm *g);
 
-// Enqueues C = A·Bᵀ for a problem of the geometry g was prepared for. No allocation, no synchronization.
-// workspace: at least ctx.workspace_limit bytes, 256-byte aligned.
-cublasStatus_t lt_gemm_run(const LtContext &ctx, const LtGemm &g, const GemmProblem &p, void *workspace,
-                           cudaStream_t stream);
+// Enqueues C = A·Bᵀ with `algo` (g.algo, or a tuning candidate of g) for a problem of the geometry g was
+// prepared for. No allocation, no synchronization. workspace: at least ctx.workspace_limit bytes, 256-byte
+// aligned.
+cublasStatus_t lt_gemm_run(const LtContext &ctx, const LtGemm &g, const cublasLtMatmulAlgo_t &algo,
+                           const GemmProblem &p, void *workspace, cudaStream_t stream);
+
+// Tuning candidates for a prepared (ready) g, host work only: the heuristic's top kLtHeuristicCandidates
+// algorithms, each as returned and with split-K forced to 2, 4, 8 and 16 where cublasLtMatmulAlgoCheck
+// accepts it within the workspace limit (reduction scheme COMPUTE_TYPE: fp32 parts, ordered sum, so runs
+// stay bit-reproducible). Duplicates removed; out[0] is the heuristic's top-1 (g.algo). Returns the count
+// (<= max_out; 0 when g is not ready or the heuristic fails).
+constexpr int kLtHeuristicCandidates = 8;
+constexpr int kLtMaxCandidates = kLtHeuristicCandidates * 5;
+int lt_gemm_candidates(const LtContext &ctx, const LtGemm &g, cublasLtMatmulAlgo_t *out, int max_out);
+
+// What an algorithm is, for latte_mla_plan_describe: cuBLASLt's algorithm id, tile id, split-K count
+// (-1 where the library does not say).
+struct LtAlgoInfo {
+    int id, tile, split_k;
+};
+LtAlgoInfo lt_algo_info(const LtContext &ctx, const cublasLtMatmulAlgo_t &algo);
 
 }  // namespace latte

@@ -18,6 +18,7 @@
 //                        rows beyond M / N zero-filled (cp.async src-size 0) and masked at the store.
 //   gemm_reduce_kernel   sums the split-K partials in split order (deterministic), rounds to bf16.
 #include "gemm_bf16.cuh"
+#include "ptx.cuh"
 
 namespace latte {
 namespace {
@@ -32,32 +33,15 @@ constexpr int smem_bytes() {
     return kStages * (BM + kBN) * kBK * 2;  // BM 128: 96 KiB (2 blocks/SM on H100), BM 64: 72 KiB
 }
 
-__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+// one ldmatrix x4 = the B fragments (b0, b1) of two n8 tiles
+__device__ __forceinline__ void ldmatrix_b_pair(uint32_t addr, uint32_t (&lo)[2], uint32_t (&hi)[2]) {
+    uint32_t r[4];
+    ptx::ldmatrix_x4(r, addr);
+    lo[0] = r[0], lo[1] = r[1], hi[0] = r[2], hi[1] = r[3];
+}
 
 // byte offset of 16-byte chunk `chunk` (0..7) of tile row `row` (128 bytes per row), swizzled
 __device__ __forceinline__ uint32_t swz(int row, int chunk) { return (uint32_t)(row * 128 + ((chunk ^ (row & 7)) << 4)); }
-
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, bool valid) {
-    const int n = valid ? 16 : 0;  // 0: zero-fill the destination, read nothing
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(n));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t &r0, uint32_t &r1, uint32_t &r2, uint32_t &r3) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
-                 : "r"(addr));
-}
-
-__device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 // ---- tensor-core kernel ---------------------------------------------------------------------------------
 // grid: x = N tiles, y = split * M tiles (y = s * m_tiles + m_tile), z = batch.
@@ -80,7 +64,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_mma_kernel(const GemmProblem
 
     const __nv_bfloat16 *A = p.A + (int64_t)z * p.batch_stride_a;
     const __nv_bfloat16 *B = p.B + (int64_t)z * p.batch_stride_b;
-    const uint32_t sbase = smem_u32(smem);
+    const uint32_t sbase = ptx::smem_u32(smem);
 
     // Issue the loads of k tile `kt` into stage `st`: BM*8 + 128*8 chunks of 16 bytes over 256 threads.
     auto load_tile = [&](int kt, int st) {
@@ -92,7 +76,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_mma_kernel(const GemmProblem
             const int64_t gm = m0 + row;
             const bool ok = gm < p.M;
             const __nv_bfloat16 *src = ok ? A + gm * p.lda + k + chunk * 8 : A;
-            cp_async16(sa + swz(row, chunk), src, ok);
+            ptx::cp_async_16(sa + swz(row, chunk), src, ok);
         }
 #pragma unroll
         for (int i = 0; i < kBN * 8 / kThreads; i++) {
@@ -100,7 +84,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_mma_kernel(const GemmProblem
             const int gn = n0 + row;
             const bool ok = gn < p.N;
             const __nv_bfloat16 *src = ok ? B + (int64_t)gn * p.ldb + k + chunk * 8 : B;
-            cp_async16(sb + swz(row, chunk), src, ok);
+            ptx::cp_async_16(sb + swz(row, chunk), src, ok);
         }
     };
 
@@ -115,14 +99,14 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_mma_kernel(const GemmProblem
 #pragma unroll
     for (int st = 0; st < kStages - 1; st++) {
         if (st < nk) load_tile(st, st);
-        cp_async_commit();  // always commit, so the group count stays in step with the tiles
+        ptx::cp_async_commit();  // always commit, so the group count stays in step with the tiles
     }
 
     for (int kt = 0; kt < nk; kt++) {
-        cp_async_wait<kStages - 2>();  // tile kt has landed (for this thread) ...
+        ptx::cp_async_wait<kStages - 2>();  // tile kt has landed (for this thread) ...
         __syncthreads();               // ... for every thread, and stage (kt-1) % kStages is free again
         if (kt + kStages - 1 < nk) load_tile(kt + kStages - 1, (kt + kStages - 1) % kStages);
-        cp_async_commit();
+        ptx::cp_async_commit();
 
         const uint32_t sa = sbase + (kt % kStages) * STAGE_BYTES, sb = sa + A_BYTES;
 #pragma unroll
@@ -133,21 +117,20 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_mma_kernel(const GemmProblem
             for (int nj = 0; nj < NI / 2; nj++) {
                 // matrices: (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15)
                 const int row = wn * 32 + nj * 16 + (lane & 7) + ((lane >> 4) << 3);
-                ldmatrix_x4(sb + swz(row, kk * 2 + ((lane >> 3) & 1)), b[2 * nj][0], b[2 * nj][1], b[2 * nj + 1][0],
-                            b[2 * nj + 1][1]);
+                ldmatrix_b_pair(sb + swz(row, kk * 2 + ((lane >> 3) & 1)), b[2 * nj], b[2 * nj + 1]);
             }
 #pragma unroll
             for (int mi = 0; mi < MI; mi++) {
                 // lanes 0-15: rows 0-15 at k 0-7; lanes 16-31: rows 0-15 at k 8-15 -> a0..a3 of m16n8k16
                 uint32_t a[4];
                 const int row = wm * (BM / 2) + mi * 16 + (lane & 15);
-                ldmatrix_x4(sa + swz(row, kk * 2 + (lane >> 4)), a[0], a[1], a[2], a[3]);
+                ptx::ldmatrix_x4(a, sa + swz(row, kk * 2 + (lane >> 4)));
 #pragma unroll
-                for (int ni = 0; ni < NI; ni++) mma_bf16(acc[mi][ni], a, b[ni][0], b[ni][1]);
+                for (int ni = 0; ni < NI; ni++) ptx::mma_bf16_16816(acc[mi][ni], a, b[ni][0], b[ni][1]);
             }
         }
     }
-    cp_async_wait<0>();
+    ptx::cp_async_wait<0>();
 
     // Epilogue: c0,c1 at (row g, cols 2q, 2q+1), c2,c3 at row g+8 (g = lane/4, q = lane%4).
 #pragma unroll

@@ -17,8 +17,12 @@
 //           prefetched into L1 one tile ahead), so the rotation has no barrier and no serialized table loads;
 //           running row max in smem (registers are at the limit); with one split per sequence it writes o_lat
 //           itself (no fp32 partials, no combine).
+//           v3: the rotation in packed bf16 arithmetic (bitwise the reference's rounding, no fp32 conversions) with
+//           all of a thread's tables in 4 16-byte loads; the last tile of a sequence skips the S pairs and P·V
+//           k-steps of 16 tokens that are all ≥ T (T = 513: 1 valid token of 64).
 //   combine o_lat = Σ_s w_s·o_s, w_s = exp(lse_s − max) / Σ; NaN rows for invalid lengths.
 #include "cuda/mla_attention.cuh"
+#include "cuda/ptx.cuh"
 
 #include <atomic>
 #include <cmath>
@@ -43,13 +47,26 @@ __device__ __forceinline__ __nv_bfloat16 rope_reference(float x, float rot, floa
 }
 
 // rotate_half([a, b]) = [-b, a] on two bf16 of the low half (lo: rope d, d+1) and their partners in the high half
-// (hi: d+32, d+33), each given as a packed bf16 pair with its cos/sin pairs.
+// (hi: d+32, d+33), each given as a packed bf16 pair with its cos/sin pairs, in packed bf16 arithmetic:
+//   lo' = bf16(bf16(lo·cos_lo) − bf16(hi·sin_lo)),   hi' = bf16(bf16(hi·cos_hi) + bf16(lo·sin_hi)).
+// Bitwise the reference's rounding (rope_reference), with 3 packed instructions per 2 elements instead of ~20 (the
+// fp32 route needs a single-lane F2F conversion per product, the costly part of the rotation):
+// * mul.rn.bf16x2 rounds the exact product once. The product of two bf16 (8-bit significands) has ≤ 16 significant
+//   bits, so the reference's fp32 product is exact, except below 2^-134 (bits under fp32's 2^-149), where both
+//   roundings give ±0 (bf16's smallest subnormal is 2^-133; fp32 rounds to at most the tie 2^-134, which bf16 rounds
+//   to even = 0).
+// * add/sub.rn.bf16x2 round the exact sum once; the reference rounds it to fp32 first, and rounding to 24 bits and
+//   then to 8 bits equals rounding to 8 bits directly (double rounding is innocuous when 24 ≥ 2·8 + 2), while sums
+//   in the subnormal range are exact in fp32 (multiples of 2^-133).
+// * x − y = x + (−y) exactly, and bf16((−y)·s) = −bf16(y·s) (round-to-nearest-even is symmetric).
+// The _rn forms are never contracted into an fma. bf16 arithmetic keeps subnormals (PTX has no .ftz for bf16).
+// sm_90 has native bf16x2 mul/add/sub; sm_80 gets them as fma.rn.bf16x2 with −0 / ±1 operands (same roundings).
 __device__ __forceinline__ void rotate_pair(uint32_t &lo, uint32_t &hi, uint32_t c_lo, uint32_t c_hi, uint32_t s_lo,
                                             uint32_t s_hi) {
-    const auto f2 = [](uint32_t v) { return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&v)); };
-    const float2 x = f2(lo), y = f2(hi), cl = f2(c_lo), ch = f2(c_hi), sl = f2(s_lo), sh = f2(s_hi);
-    const __nv_bfloat162 new_lo(rope_reference(x.x, -y.x, cl.x, sl.x), rope_reference(x.y, -y.y, cl.y, sl.y));
-    const __nv_bfloat162 new_hi(rope_reference(y.x, x.x, ch.x, sh.x), rope_reference(y.y, x.y, ch.y, sh.y));
+    const auto b2 = [](uint32_t v) { return *reinterpret_cast<const __nv_bfloat162 *>(&v); };
+    const __nv_bfloat162 x = b2(lo), y = b2(hi);
+    const __nv_bfloat162 new_lo = __hsub2_rn(__hmul2_rn(x, b2(c_lo)), __hmul2_rn(y, b2(s_lo)));
+    const __nv_bfloat162 new_hi = __hadd2_rn(__hmul2_rn(y, b2(c_hi)), __hmul2_rn(x, b2(s_hi)));
     lo = *reinterpret_cast<const uint32_t *>(&new_lo);
     hi = *reinterpret_cast<const uint32_t *>(&new_hi);
 }
@@ -140,8 +157,10 @@ __global__ void __launch_bounds__(kThreads) mla_attention_simple_kernel(const Ml
 //             ldmatrix.trans), 2 × 16 m16n8 accumulators = 128 fp32 per thread.
 //   The running row max lives in smem (double-buffered by tile parity); the PV warps keep the row sum l.
 //   Scores are kept in the log2 domain (scale · log2 e) for exp2f.
-//   Per tile: [table loads, wait own copies, rotate own k_pe pair] barrier [next tile's cp.async, S, tile max]
-//   barrier [P, tile sums] barrier [rescale, O += P·V]: 3 barriers (v1 had a 4th after the rotation).
+//   Per tile: [table loads, wait own copies, rotate own k_pe pair] barrier [next tile's cp.async and table
+//   prefetch, S, tile max] barrier [P, tile sums] barrier [rescale, O += P·V]: 3 barriers (v1 had a 4th after the
+//   rotation). The tile of the sequence's end skips the S and P·V work on 16-token groups that are all ≥ T
+//   (warp-uniform branches between the same barriers; the softmax bookkeeping is unchanged: masked scores).
 // ============================================================================================================
 constexpr int kFastHeads = 64;
 constexpr int kChunksPerRow = kMlaRow / 8;  // 72 chunks of 16 bytes
@@ -164,36 +183,64 @@ __device__ __forceinline__ int swizzled(int row, int col) {
     return row * kMlaRow + ((((col >> 3) ^ (row & 7)) << 3) | (col & 7));
 }
 
-__device__ __forceinline__ uint32_t smem_addr(const void *ptr) { return (uint32_t)__cvta_generic_to_shared(ptr); }
+// the PTX wrappers (src/cuda/ptx.cuh)
+using ptx::cp_async_16;
+using ptx::cp_async_commit;
+using ptx::ldmatrix_x4;
+using ptx::ldmatrix_x4_trans;
+using ptx::mma_bf16_16816;
+using ptx::prefetch_l1;
+__device__ __forceinline__ uint32_t smem_addr(const void *ptr) { return ptx::smem_u32(ptr); }
+__device__ __forceinline__ void cp_async_wait_all() { ptx::cp_async_wait<0>(); }
 
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void *src, bool valid) {
-    const int src_bytes = valid ? 16 : 0;  // 0: fill the 16 bytes with zeros, read nothing
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+// S += Q·Kᵀ for one warp: 16 head rows × the first N_PAIRS pairs of m16n8 token tiles of its S half, K = 576.
+// k-step ks reads chunk 2·ks + half of each row; 4 k-steps cover one swizzle group of 8 chunks, so the swizzled
+// chunk is 8·group + ((2·j + half) ^ (row & 7)) with j = ks % 4: per-lane constants.
+template <int N_PAIRS, int S_NTILES>
+__device__ __forceinline__ void s_product(float (&s_acc)[S_NTILES][4], uint32_t q_base, uint32_t kv_base, int s_row0,
+                                          int s_tok0, int lane) {
+    static_assert(N_PAIRS >= 1 && 2 * N_PAIRS <= S_NTILES, "token tile pairs of the warp's half");
+    const int a_row = s_row0 + (lane % 16), a_half = lane / 16;
+    const int b_row = s_tok0 + 8 * (lane / 16) + (lane % 8), b_half = (lane / 8) % 2;
+    const uint32_t a_addr = q_base + 2 * a_row * kMlaRow;
+    const uint32_t b_addr = kv_base + 2 * b_row * kMlaRow;
+#pragma unroll 1
+    for (int grp = 0; grp < kChunksPerRow / 8; ++grp) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            uint32_t a[4];
+            ldmatrix_x4(a, a_addr + 16 * (8 * grp + ((2 * j + a_half) ^ (a_row & 7))));
+#pragma unroll
+            for (int np = 0; np < N_PAIRS; ++np) {
+                uint32_t bb[4];  // n-tile 2np: bb[0], bb[1]; n-tile 2np+1: bb[2], bb[3]
+                // rows b_row + 16·np have the same (row & 7) as b_row
+                ldmatrix_x4(bb, b_addr + 2 * 16 * np * kMlaRow + 16 * (8 * grp + ((2 * j + b_half) ^ (b_row & 7))));
+                mma_bf16_16816(s_acc[2 * np], a, bb[0], bb[1]);
+                mma_bf16_16816(s_acc[2 * np + 1], a, bb[2], bb[3]);
+            }
+        }
+    }
 }
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
-// Hint: bring the 128-byte line holding `ptr` into L1 (never faults; the caller keeps ptr inside the table anyway).
-__device__ __forceinline__ void prefetch_l1(const void *ptr) { asm volatile("prefetch.global.L1 [%0];\n" ::"l"(ptr)); }
 
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-// D (16×8 fp32) += A (16×16 bf16, row) · B (16×8 bf16, col).
-// Fragments (g = lane/4, t = lane%4): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..);
-// b0 (k 2t..2t+1, n g), b1 (k 2t+8.., n g); c0 c1 (g, 2t..2t+1), c2 c3 (g+8, 2t..2t+1).
-__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+// O += P·V for one warp and one k-step of 16 tokens (ks): head rows o_row0..+32, latent columns o_col0..+128.
+// p_lane / v_lane: the lane's byte offsets for k-step 0 (P rows o_row0 + lane%16, V n-tile pairs np); k-step ks adds
+// 32·ks bytes to P and 16 rows to V (16 rows keep row & 7, so the swizzle does not change).
+template <int P_STRIDE, int O_NTILES>
+__device__ __forceinline__ void pv_kstep(float (&o_acc)[2][O_NTILES][4], uint32_t p_lane, uint32_t kv_base,
+                                         const uint32_t (&v_lane)[O_NTILES / 2], int ks) {
+    uint32_t a[2][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt) ldmatrix_x4(a[mt], p_lane + 2 * (16 * mt * P_STRIDE + 16 * ks));
+#pragma unroll
+    for (int np = 0; np < O_NTILES / 2; ++np) {
+        uint32_t bb[4];  // n-tile 2np: bb[0], bb[1]; n-tile 2np+1: bb[2], bb[3]
+        ldmatrix_x4_trans(bb, kv_base + v_lane[np] + 2 * 16 * ks * kMlaRow);
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+            mma_bf16_16816(o_acc[mt][2 * np], a[mt], bb[0], bb[1]);
+            mma_bf16_16816(o_acc[mt][2 * np + 1], a[mt], bb[2], bb[3]);
+        }
+    }
 }
 
 template <int TILE_T>
@@ -307,6 +354,11 @@ __device__ __forceinline__ void fast_attention(const MlaAttentionParams &p) {
 
     const uint32_t q_base = smem_addr(q_s);
     const uint32_t p_base = smem_addr(p_s);
+    const uint32_t p_lane = p_base + 2 * ((o_row0 + lane % 16) * kPS + 8 * (lane / 16));
+    uint32_t v_lane[kONTiles / 2];
+#pragma unroll
+    for (int np = 0; np < kONTiles / 2; ++np)
+        v_lane[np] = 2 * swizzled(8 * ((lane / 8) % 2) + (lane % 8), o_col0 + 16 * np + 8 * (lane / 16));
 
     for (int tile = 0; tile < n_tiles; ++tile) {
         const int stage = tile & 1;
@@ -315,24 +367,38 @@ __device__ __forceinline__ void fast_attention(const MlaAttentionParams &p) {
         __nv_bfloat16 *kv = kv_s + (size_t)stage * TILE_T * kMlaRow;
         const uint32_t kv_base = smem_addr(kv);
 
-        // ---- rotation tables of this tile's own k_pe pair, loaded before waiting on the tile (the previous
-        //      iteration prefetched them into L1), and the next tile's rows prefetched into L1 ----
+        // ---- rotate this thread's own k_pe pair of this tile; its tables were prefetched into L1 during the
+        //      previous tile. ptxas issues the 4 table loads right after the wait: in steady state the tile landed
+        //      during the previous tile, so the wait returns at once and an L1 hit is the exposed latency ----
         const int t_pe = t_first + pe_row;
         const bool rotate_here = rotate && pe_owner && t_pe < T;  // rows ≥ T: zero-filled, tables not read
-        // registers are at the limit: the tables come in two halves of 4 rope dims (8 registers each); the first
-        // half is requested before the wait, the second (an L1 hit after the prefetch) right after the first
-        auto load_tables = [&](int half, uint2 (&tab)[4]) {
-            const size_t at = (size_t)t_pe * kMlaRope + 8 * pe_k;  // recomputed: not worth 4 live registers
-            const __nv_bfloat16 *cos_t = p.rope_cos + at, *sin_t = p.rope_sin + at;
-            tab[0] = __ldg(reinterpret_cast<const uint2 *>(cos_t) + half);
-            tab[1] = __ldg(reinterpret_cast<const uint2 *>(cos_t + kMlaRope / 2) + half);
-            tab[2] = __ldg(reinterpret_cast<const uint2 *>(sin_t) + half);
-            tab[3] = __ldg(reinterpret_cast<const uint2 *>(sin_t + kMlaRope / 2) + half);
-        };
-        // lanes of odd pe_k start with the other 8-byte half: a half-warp's 8-byte smem accesses then hit 32 banks
-        const int first_half = pe_k & 1;
-        uint2 tab[4];
-        if (rotate_here) load_tables(first_half, tab);
+        if (rotate_here) {
+            // one block from the loads to the stores: the 16 table registers are live only here (loaded under one
+            // `if` and used under another, they would stay live around the loop and spill)
+            const uint4 *cos_t = reinterpret_cast<const uint4 *>(p.rope_cos + (size_t)t_pe * kMlaRope) + pe_k;
+            const uint4 *sin_t = reinterpret_cast<const uint4 *>(p.rope_sin + (size_t)t_pe * kMlaRope) + pe_k;
+            // rope dims 8·pe_k..+8 (16-byte piece pe_k) and their partners 32 + 8·pe_k..+8 (piece pe_k + 4)
+            const uint4 cos_lo = __ldg(cos_t), cos_hi = __ldg(cos_t + kMlaRope / 16);
+            const uint4 sin_lo = __ldg(sin_t), sin_hi = __ldg(sin_t + kMlaRope / 16);
+            cp_async_wait_all();  // this thread's copies of this tile (and Q) landed and are visible to it
+            // rotate this thread's own k_pe pair in place (reference rounding, packed bf16: see rotate_pair).
+            // 16-byte accesses: the 8 lanes of a quarter-warp read rows 8·warp + 0..7 at chunk 64 + pe_k swizzled by
+            // the row, i.e. 8 distinct 16-byte bank groups
+            uint4 *lo_ptr = reinterpret_cast<uint4 *>(kv + swizzled(pe_row, kMlaLatent + 8 * pe_k));
+            uint4 *hi_ptr = reinterpret_cast<uint4 *>(kv + swizzled(pe_row, kMlaLatent + kMlaRope / 2 + 8 * pe_k));
+            uint4 x_lo = *lo_ptr, x_hi = *hi_ptr;
+            rotate_pair(x_lo.x, x_hi.x, cos_lo.x, cos_hi.x, sin_lo.x, sin_hi.x);
+            rotate_pair(x_lo.y, x_hi.y, cos_lo.y, cos_hi.y, sin_lo.y, sin_hi.y);
+            rotate_pair(x_lo.z, x_hi.z, cos_lo.z, cos_hi.z, sin_lo.z, sin_hi.z);
+            rotate_pair(x_lo.w, x_hi.w, cos_lo.w, cos_hi.w, sin_lo.w, sin_hi.w);
+            *lo_ptr = x_lo;
+            *hi_ptr = x_hi;
+        } else {
+            cp_async_wait_all();
+        }
+        __syncthreads();  // this tile (and Q) landed and rotated for everyone; everyone is done with the previous tile
+        if (tile + 1 < n_tiles) load_tile(tile + 1, stage ^ 1);
+        // the next tile's table rows into L1 (this tile's were read above, so L1 holds one tile's 16 KB of them)
         if (rotate && tile + 1 < n_tiles && tid < 4 * TILE_T) {
             // 2 tables × TILE_T rows × (first and last byte: a 16-byte aligned row may straddle two 128-byte lines)
             const int t = t_first + TILE_T + tid % TILE_T;
@@ -343,54 +409,23 @@ __device__ __forceinline__ void fast_attention(const MlaAttentionParams &p) {
             }
         }
 
-        cp_async_wait_all();  // this thread's copies of this tile (and Q) landed and are visible to it
-        // ---- rotate this thread's own k_pe pair in place (reference convention) ----
-        if (rotate_here) {
-            uint2 *lo_ptr = reinterpret_cast<uint2 *>(kv + swizzled(pe_row, kMlaLatent + 8 * pe_k));
-            uint2 *hi_ptr = reinterpret_cast<uint2 *>(kv + swizzled(pe_row, kMlaLatent + kMlaRope / 2 + 8 * pe_k));
-#pragma unroll
-            for (int i = 0; i < 2; ++i) {
-                const int half = i ^ first_half;
-                if (i == 1) load_tables(half, tab);
-                uint2 x_lo = lo_ptr[half], x_hi = hi_ptr[half];
-                rotate_pair(x_lo.x, x_hi.x, tab[0].x, tab[1].x, tab[2].x, tab[3].x);
-                rotate_pair(x_lo.y, x_hi.y, tab[0].y, tab[1].y, tab[2].y, tab[3].y);
-                lo_ptr[half] = x_lo;
-                hi_ptr[half] = x_hi;
-            }
-        }
-        __syncthreads();  // this tile (and Q) landed and rotated for everyone; everyone is done with the previous tile
-        if (tile + 1 < n_tiles) load_tile(tile + 1, stage ^ 1);
-
-        // ---- S = Q·Kᵀ for 16 heads × kSTokens tokens ----
+        // ---- S = Q·Kᵀ for 16 heads × kSTokens tokens. The tile's tokens ≥ T are masked below whatever S holds, so
+        //      the m16n8 pairs of 16 tokens that are all ≥ T are skipped (warp-uniform; the last tile of a
+        //      sequence, e.g. T = 513: one valid token, one pair of 4 computed) ----
         float s_acc[kSNTiles][4];
 #pragma unroll
         for (int nt = 0; nt < kSNTiles; ++nt)
 #pragma unroll
             for (int e = 0; e < 4; ++e) s_acc[nt][e] = 0.f;
         {
-            // k-step ks reads chunk 2·ks + half of each row; 4 k-steps cover one swizzle group of 8 chunks, so
-            // the swizzled chunk is 8·group + ((2·j + half) ^ (row & 7)) with j = ks % 4: per-lane constants.
-            const int a_row = s_row0 + (lane % 16), a_half = lane / 16;
-            const int b_row = s_tok0 + 8 * (lane / 16) + (lane % 8), b_half = (lane / 8) % 2;
-            const uint32_t a_addr = q_base + 2 * a_row * kMlaRow;
-            const uint32_t b_addr = kv_base + 2 * b_row * kMlaRow;
-#pragma unroll 1
-            for (int grp = 0; grp < kChunksPerRow / 8; ++grp) {
-#pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    uint32_t a[4];
-                    ldmatrix_x4(a, a_addr + 16 * (8 * grp + ((2 * j + a_half) ^ (a_row & 7))));
-#pragma unroll
-                    for (int np = 0; np < kSNTiles / 2; ++np) {
-                        uint32_t bb[4];  // n-tile 2np: bb[0], bb[1]; n-tile 2np+1: bb[2], bb[3]
-                        // rows b_row + 16·np have the same (row & 7) as b_row
-                        ldmatrix_x4(bb, b_addr + 2 * 16 * np * kMlaRow + 16 * (8 * grp + ((2 * j + b_half) ^ (b_row & 7))));
-                        mma_bf16_16816(s_acc[2 * np], a, bb[0], bb[1]);
-                        mma_bf16_16816(s_acc[2 * np + 1], a, bb[2], bb[3]);
-                    }
-                }
+            const int s_valid = T - (t_first + s_tok0);  // tokens of this warp's half below T (≤ 0: none)
+            const int s_pairs = s_valid <= 0 ? 0 : min(kSNTiles / 2, (s_valid + 15) / 16);
+            if (s_pairs == kSNTiles / 2) {
+                s_product<kSNTiles / 2>(s_acc, q_base, kv_base, s_row0, s_tok0, lane);
+            } else if constexpr (kSNTiles / 2 == 2) {
+                if (s_pairs == 1) s_product<1>(s_acc, q_base, kv_base, s_row0, s_tok0, lane);
             }
+            static_assert(kSNTiles / 2 <= 2, "TILE_T is 32 or 64");
         }
 
         // ---- online softmax, step 1: mask tokens ≥ T, tile row max per half ----
@@ -457,23 +492,16 @@ __device__ __forceinline__ void fast_attention(const MlaAttentionParams &p) {
                 }
             }
         {
-            const int v_row = 8 * ((lane / 8) % 2) + (lane % 8), v_half = lane / 16;
+            // k-steps of 16 tokens that are all ≥ T are skipped: their P columns are 0 and their V rows zero-filled,
+            // so they add exactly nothing (warp-uniform: every warp skips the same k-steps)
+            const int pv_steps = min(TILE_T / 16, (T - t_first + 15) / 16);
+            if (pv_steps == TILE_T / 16) {
 #pragma unroll
-            for (int ks = 0; ks < TILE_T / 16; ++ks) {
-                uint32_t a[2][4];
-#pragma unroll
-                for (int mt = 0; mt < 2; ++mt)
-                    ldmatrix_x4(a[mt], p_base + 2 * ((o_row0 + 16 * mt + lane % 16) * kPS + ks * 16 + 8 * (lane / 16)));
-#pragma unroll
-                for (int np = 0; np < kONTiles / 2; ++np) {
-                    uint32_t bb[4];  // n-tile 2np: bb[0], bb[1]; n-tile 2np+1: bb[2], bb[3]
-                    ldmatrix_x4_trans(bb, kv_base + 2 * swizzled(ks * 16 + v_row, o_col0 + 16 * np + 8 * v_half));
-#pragma unroll
-                    for (int mt = 0; mt < 2; ++mt) {
-                        mma_bf16_16816(o_acc[mt][2 * np], a[mt], bb[0], bb[1]);
-                        mma_bf16_16816(o_acc[mt][2 * np + 1], a[mt], bb[2], bb[3]);
-                    }
-                }
+                for (int ks = 0; ks < TILE_T / 16; ++ks)
+                    pv_kstep<kPS>(o_acc, p_lane, kv_base, v_lane, ks);
+            } else {
+#pragma unroll 1
+                for (int ks = 0; ks < pv_steps; ++ks) pv_kstep<kPS>(o_acc, p_lane, kv_base, v_lane, ks);
             }
         }
     }
@@ -637,7 +665,7 @@ cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t strea
         return cudaErrorInvalidValue;
     // cp.async moves 16-byte chunks; o_partial is written as float2 and read as float4
     const auto misaligned = [](const void *ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 != 0; };
-    // the fast kernel reads the rope tables in 8-byte pieces (the API layer requires 16-byte aligned tables)
+    // the fast kernel reads the rope tables in 16-byte pieces (the API layer requires 16-byte aligned tables)
     if (misaligned(p.q) || misaligned(p.kv_cache) || misaligned(p.o_partial) || misaligned(p.o_lat) ||
         misaligned(p.rope_cos) || misaligned(p.rope_sin) ||
         p.q_batch_stride % 8 != 0 || p.q_head_stride % 8 != 0 || p.cache_batch_stride % 8 != 0 ||

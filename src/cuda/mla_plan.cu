@@ -22,8 +22,15 @@
 //                             and batch; our GEMM otherwise
 //   LATTE_MLA_SIMPLE_GEMM=1   our one-thread-per-output fallback for every GEMM (to bisect a wrong result on
 //                             the GPU); implies LATTE_MLA_GEMM=latte
-// cuBLASLt's layouts and algorithm depend on the batch (and the x / y row strides): they are made by the
-// first run of each such shape (host work only: heuristic queries, nothing enqueued) and kept in the plan.
+// How each projection runs is a per-shape choice kept in the plan's shape table: a shape is (batch, x row
+// stride, y row stride), since cuBLASLt's layouts and algorithms depend on them. The first run of a shape
+// makes its entry (host work only: layouts and heuristic queries, nothing enqueued): per projection the
+// heuristic's top-1 where cuBLASLt has one, else our GEMM with gemm_choose_split's split. Heuristics guess
+// poorly for these skinny problems, so latte_mla_plan_tune (below the run) measures, for one batch at the
+// default strides, every cuBLASLt candidate (top-8, each also with split-K 2/4/8/16) and our GEMM at several
+// splits, and stores the fastest per projection in that shape's entry: cuBLASLt or ours, per projection.
+// Once stored, a choice never changes by itself (runs are bit-reproducible); another tune may choose
+// differently (timing noise).
 //
 // Run contract: no allocation, no synchronization, graph-capturable. All scratch is carved from the caller's
 // workspace in 256-byte aligned slices (mla_layout); the split-K partials of all GEMMs share one slice, since
@@ -32,6 +39,8 @@
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,16 +63,34 @@ constexpr int kR = 512, kP = 64, kNope = 128, kV = 128, kRow = kR + kP, kQHead =
 // keeps (a serving engine captures graphs for a few dozen batch sizes; beyond this, a run makes its shape,
 // uses it and frees it again: correct, only slower on the host).
 constexpr size_t kLtWorkspace = (size_t)32 << 20;
-constexpr int kMaxLtShapes = 256;
+constexpr int kMaxShapes = 256;
 
 enum Projection { kDown, kUp, kUk, kUv, kOut, kNProj };
 const char *const kProjectionName[kNProj] = {"down projection", "up projection", "W_UK absorption",
                                              "W_UV absorption", "output projection"};
+const char *const kProjectionShort[kNProj] = {"down", "up", "w_uk", "w_uv", "out"};
 
-// cuBLASLt layouts and algorithms of the five projections for one run shape
-struct LtShape {
+// How one projection runs: cuBLASLt with `algo`, or our GEMM with `split` K splits.
+struct ProjChoice {
+    bool lt;
+    int split;                  // our GEMM (lt false): K splits, >= 1
+    cublasLtMatmulAlgo_t algo;  // cuBLASLt (lt true)
+};
+
+// The choices of one run shape: the untuned default, and what runs use (the default, or tune's fastest).
+struct ShapeSelection {
+    ProjChoice use[kNProj], untuned[kNProj];
+    bool tuned;
+    float us[kNProj], untuned_us[kNProj];  // tune's medians of the chosen and the untuned choice (tuned only)
+    int candidates[kNProj];                // how many candidates tune timed
+};
+
+// One entry of the plan's shape table. g (cuBLASLt layouts + heuristic; not ready without cuBLASLt) never
+// changes after the entry is made; sel is guarded by the plan's mutex (tune rewrites it, runs copy it).
+struct RunShape {
     int64_t batch, x_row_stride, y_row_stride;
     latte::LtGemm g[kNProj];
+    ShapeSelection sel;
 };
 
 struct MlaCudaPlan {
@@ -79,9 +106,9 @@ struct MlaCudaPlan {
     bool use_lt;                    // cuBLASLt loaded and its context made: projections go there where they can
     bool lt_forced;                 // LATTE_MLA_GEMM=cublaslt: a projection it cannot run fails the run
     latte::LtContext lt;
-    std::mutex lt_mutex;            // guards the shape table (runs of one plan may come from several threads)
-    LtShape *lt_shapes[kMaxLtShapes];
-    int n_lt_shapes;
+    std::mutex shape_mutex;         // guards the shape table (runs of one plan may come from several threads)
+    RunShape *shapes[kMaxShapes];
+    int n_shapes;
 };
 
 size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
@@ -89,6 +116,7 @@ size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
 // Workspace slices and the per-GEMM splits, a pure function of (plan, batch, max_cache_len).
 struct MlaLayout {
     size_t q_lora, q, q_attn, o_lat, o, partial, attn, total;  // byte offsets (total = size)
+    size_t partial_bytes;          // the partials slice: any split whose partials fit may run (tuned choices)
     size_t down_out, lt_ws;        // cuBLASLt only (else 0): bf16 [batch][dq + 576], its workspace
     int split_down, split_up, split_uk, split_uv, split_out;
     int attn_splits, attn_split_len;
@@ -131,6 +159,7 @@ MlaLayout mla_layout(const struct latte_mla_plan_s *plan, int64_t batch, int64_t
     L.o_lat = take(B * H * kR * 2);
     L.o = take(B * H * kV * 2);
     L.partial = take(partial);
+    L.partial_bytes = partial;
     L.attn = take(latte::mla_attention_workspace_bytes((int)batch, H, L.attn_splits));
     L.down_out = L.lt_ws = 0;
     if (cp->use_lt) {  // the partials stay: a projection without a cuBLASLt algorithm falls back to our GEMM
@@ -212,24 +241,28 @@ void mla_problems(const MlaCudaPlan *cp, const latte_mla_config &c, int64_t M, c
                       L.split_out);
 }
 
-void lt_shape_free(const MlaCudaPlan *cp, LtShape *s) {
+void shape_free(const MlaCudaPlan *cp, RunShape *s) {
     if (!s) return;
-    for (int i = 0; i < kNProj; i++) latte::lt_gemm_destroy(cp->lt, &s->g[i]);
+    if (cp->use_lt)
+        for (int i = 0; i < kNProj; i++) latte::lt_gemm_destroy(cp->lt, &s->g[i]);
     delete s;
 }
 
-// The cuBLASLt shape of a run: from the plan's table, or made now (layouts + one heuristic query per
-// projection; host work only) and added to it. *temporary: the table was full, the caller frees the shape
-// after its run. nullptr: host allocation failed.
-LtShape *lt_shape_for(MlaCudaPlan *cp, const latte_mla_config &c, int64_t M, int64_t x_row_stride,
-                      int64_t y_row_stride, const MlaLayout &L, bool *temporary) {
+// The entry of a run shape: from the plan's table, or made now (cuBLASLt layouts + one heuristic query per
+// projection; host work only) and added to it. *sel: a copy of its choices, taken under the lock.
+// *temporary: the table was full, the caller frees the shape when done. nullptr: host allocation failed.
+RunShape *shape_for(MlaCudaPlan *cp, const latte_mla_config &c, int64_t M, int64_t x_row_stride,
+                    int64_t y_row_stride, const MlaLayout &L, bool *temporary, ShapeSelection *sel) {
     *temporary = false;
-    std::lock_guard<std::mutex> lock(cp->lt_mutex);
-    for (int i = 0; i < cp->n_lt_shapes; i++) {
-        LtShape *s = cp->lt_shapes[i];
-        if (s->batch == M && s->x_row_stride == x_row_stride && s->y_row_stride == y_row_stride) return s;
+    std::lock_guard<std::mutex> lock(cp->shape_mutex);
+    for (int i = 0; i < cp->n_shapes; i++) {
+        RunShape *s = cp->shapes[i];
+        if (s->batch == M && s->x_row_stride == x_row_stride && s->y_row_stride == y_row_stride) {
+            *sel = s->sel;
+            return s;
+        }
     }
-    LtShape *s = new (std::nothrow) LtShape();
+    RunShape *s = new (std::nothrow) RunShape();  // value-initialized: null layouts, not ready, not tuned
     if (!s) return nullptr;
     s->batch = M;
     s->x_row_stride = x_row_stride;
@@ -240,11 +273,19 @@ LtShape *lt_shape_for(MlaCudaPlan *cp, const latte_mla_config &c, int64_t M, int
     geometry.y_row_stride = y_row_stride;
     GemmProblem p[kNProj];
     mla_problems(cp, c, M, L, geometry, p);
-    for (int i = 0; i < kNProj; i++) latte::lt_gemm_prepare(cp->lt, p[i], &s->g[i]);
-    if (cp->n_lt_shapes < kMaxLtShapes)
-        cp->lt_shapes[cp->n_lt_shapes++] = s;
+    for (int i = 0; i < kNProj; i++) {
+        if (cp->use_lt) latte::lt_gemm_prepare(cp->lt, p[i], &s->g[i]);
+        ProjChoice &u = s->sel.untuned[i];
+        u.lt = s->g[i].ready;
+        u.split = p[i].split;  // gemm_choose_split's (1 for the simple GEMM)
+        if (u.lt) u.algo = s->g[i].algo;
+        s->sel.use[i] = u;
+    }
+    if (cp->n_shapes < kMaxShapes)
+        cp->shapes[cp->n_shapes++] = s;
     else
         *temporary = true;
+    *sel = s->sel;
     return s;
 }
 
@@ -373,7 +414,7 @@ extern "C" void latte_cuda_mla_plan_free(struct latte_mla_plan_s *plan) {
     if (!cp) return;
     cudaFree(cp->block);  // works from any current device (unified addressing)
     (void)cudaGetLastError();
-    for (int i = 0; i < cp->n_lt_shapes; i++) lt_shape_free(cp, cp->lt_shapes[i]);
+    for (int i = 0; i < cp->n_shapes; i++) shape_free(cp, cp->shapes[i]);
     latte::lt_context_destroy(&cp->lt);
     delete cp;
     plan->impl = nullptr;
@@ -436,29 +477,35 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
     bf16 *cache = (bf16 *)a->kv_cache.data;
     const bool rotated_at_read = c.key_convention == LATTE_MLA_KEYS_ROTATED_AT_READ;
 
-    // Which projections cuBLASLt runs, decided before anything is enqueued (a rejected run writes nothing).
+    // How each projection runs (the shape's entry: untuned default or tune's choice), decided before anything
+    // is enqueued (a rejected run writes nothing).
     struct ShapeHolder {  // frees a shape the plan's full table could not keep, on every return
         const MlaCudaPlan *cp;
-        LtShape *shape;
+        RunShape *shape;
         bool temporary;
         ~ShapeHolder() {
-            if (temporary) lt_shape_free(cp, shape);
+            if (temporary) shape_free(cp, shape);
         }
     } lt = {cp, nullptr, false};
-    bool on_lt[kNProj] = {false, false, false, false, false};
+    ShapeSelection sel;
+    lt.shape = shape_for(cp, c, M, a->x_row_stride, a->y_row_stride, L, &lt.temporary, &sel);
+    if (!lt.shape) return latte_set_error(LATTE_STATUS_OUT_OF_MEMORY, "mla (CUDA): host allocation of a run shape failed");
+    bool on_lt[kNProj];
+    for (int i = 0; i < kNProj; i++) {
+        on_lt[i] = sel.use[i].lt;
+        if (!on_lt[i] && cp->lt_forced)
+            return latte_set_error(LATTE_STATUS_NOT_SUPPORTED,
+                                   "environment: LATTE_MLA_GEMM=cublaslt, but cuBLASLt has no algorithm for the %s "
+                                   "at batch %lld: %s",
+                                   kProjectionName[i], (long long)M, latte::cublaslt_status_name(lt.shape->g[i].status));
+        P[i].split = on_lt[i] ? 1 : sel.use[i].split;
+        // our GEMM's partials must fit the workspace's slice (tune only picks splits that do; kept honest here)
+        if (!on_lt[i] && (P[i].split > 1 || i == kDown) &&
+            latte::gemm_partial_bytes(M, P[i].N, P[i].batch, P[i].split) > L.partial_bytes)
+            return latte_set_error(LATTE_STATUS_INTERNAL_ERROR, "mla (CUDA): the %s's split %d overflows the partials",
+                                   kProjectionName[i], P[i].split);
+    }
     if (cp->use_lt) {
-        lt.shape = lt_shape_for(cp, c, M, a->x_row_stride, a->y_row_stride, L, &lt.temporary);
-        if (!lt.shape && cp->lt_forced)
-            return latte_set_error(LATTE_STATUS_OUT_OF_MEMORY, "mla (CUDA): host allocation of cuBLASLt layouts failed");
-        for (int i = 0; i < kNProj; i++) {
-            on_lt[i] = lt.shape && lt.shape->g[i].ready;
-            if (!on_lt[i] && lt.shape && cp->lt_forced)
-                return latte_set_error(LATTE_STATUS_NOT_SUPPORTED,
-                                       "environment: LATTE_MLA_GEMM=cublaslt, but cuBLASLt has no algorithm for the %s "
-                                       "at batch %lld: %s",
-                                       kProjectionName[i], (long long)M,
-                                       latte::cublaslt_status_name(lt.shape->g[i].status));
-        }
         // cuBLASLt's runtime enqueues on the driver's current context: make sure it is this device's primary
         // context on this thread (a no-op when it is already; not a stream operation, so capture-safe)
         if ((e = cudaSetDevice(dev))) return cuda_fail(e, "cudaSetDevice");
@@ -470,7 +517,7 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
             project(P[i], partial, simple, stream);
             return LATTE_STATUS_SUCCESS;
         }
-        const cublasStatus_t ls = latte::lt_gemm_run(cp->lt, lt.shape->g[i], P[i], ws + L.lt_ws, stream);
+        const cublasStatus_t ls = latte::lt_gemm_run(cp->lt, lt.shape->g[i], sel.use[i].algo, P[i], ws + L.lt_ws, stream);
         if (ls == CUBLAS_STATUS_SUCCESS) return LATTE_STATUS_SUCCESS;
         return latte_set_error(LATTE_STATUS_CUDA_ERROR, "mla (CUDA): cuBLASLt matmul of the %s: %s",
                                kProjectionName[i], latte::cublaslt_status_name(ls));
@@ -503,7 +550,7 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
             latte::gemm_bf16_launch(p, simple, stream);
             ea.down = nullptr;
             ea.partial = partial;
-            ea.split = L.split_down;
+            ea.split = p.split;
         }
         ea.batch = M;
         ea.dq = dq;
@@ -564,5 +611,297 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
     LATTE_PHASE_CHECK("W_UV / output projection");
     if ((e = record(5))) return cuda_fail(e, "cudaEventRecord(events[5])");
 #undef LATTE_PHASE_CHECK
+    return LATTE_STATUS_SUCCESS;
+}
+
+// ---- tune ---------------------------------------------------------------------------------------------
+// latte_mla_plan_tune: for one batch at the default strides, time every candidate of every projection on
+// the plan's real weights and keep the fastest in the shape's entry. What is timed, per projection:
+//   - the untuned choice (heuristic top-1, or our GEMM with gemm_choose_split's split): the baseline
+//   - cuBLASLt: lt_gemm_candidates (heuristic top-8, each also with split-K 2/4/8/16 where accepted)
+//   - our GEMM at K splits 1, 2, 4, 8, 16 and its default, where the partials fit the workspace's slice (so
+//     the workspace size stays what latte_mla_workspace_size said, tuned or not); for the down projection
+//     with the reduction of its partials (a proxy of the epilogue's extra reads; cuBLASLt writes bf16)
+// Each: one warm-up, then kTuneReps timed runs, each after an L2 flush (in a run, the other projections'
+// weights evict this one's: a weight that fits in L2 must not be timed hot), the median kept. A candidate
+// replaces the untuned choice only if it is at least 2% faster (less churn from timing noise).
+// Operands: scratch activations (cudaMalloc'd here, small random values, freed before returning), the
+// caller's workspace for split-K partials and cuBLASLt's workspace (scratch by contract). Nothing of the
+// caller's y or cache is touched.
+namespace {
+
+constexpr int kTuneReps = 7;
+constexpr int kMaxTuneCandidates = latte::kLtMaxCandidates + 8;
+
+// small pseudo-random bf16 values in [-1/8, 1/8) (a hash of the index: no state, any grid)
+__global__ void tune_fill_kernel(bf16 *p, size_t n, uint32_t seed) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint32_t h = (uint32_t)i * 0x9E3779B1u ^ (uint32_t)(i >> 32) ^ seed;
+        h ^= h >> 16;
+        h *= 0x85EBCA6Bu;
+        h ^= h >> 13;
+        h *= 0xC2B2AE35u;
+        h ^= h >> 16;
+        p[i] = __float2bfloat16(((float)(h >> 8) * (1.0f / 16777216.0f) - 0.5f) * 0.25f);
+    }
+}
+
+// What tune allocates, released on every return (after the stream has finished with it).
+struct TuneScratch {
+    cudaStream_t stream = nullptr;
+    void *block = nullptr;
+    cudaEvent_t ev[2 * kTuneReps] = {};
+    ~TuneScratch() {
+        if (block) {
+            (void)cudaStreamSynchronize(stream);
+            cudaFree(block);
+        }
+        for (cudaEvent_t e : ev)
+            if (e) cudaEventDestroy(e);
+        (void)cudaGetLastError();
+    }
+};
+
+// snprintf at buf + *at, truncating at buf_bytes (always NUL-terminated; buf_bytes >= 1)
+__attribute__((format(printf, 4, 5))) void buf_append(char *buf, size_t buf_bytes, size_t *at, const char *fmt, ...) {
+    if (*at + 1 >= buf_bytes) return;
+    va_list ap;
+    va_start(ap, fmt);
+    const int w = vsnprintf(buf + *at, buf_bytes - *at, fmt, ap);
+    va_end(ap);
+    if (w > 0) *at += (size_t)w < buf_bytes - *at ? (size_t)w : buf_bytes - 1 - *at;
+}
+
+bool same_choice(const ProjChoice &a, const ProjChoice &b) {
+    if (a.lt != b.lt) return false;
+    return a.lt ? !memcmp(&a.algo, &b.algo, sizeof a.algo) : a.split == b.split;
+}
+
+}  // namespace
+
+extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, int64_t batch, int64_t max_cache_len,
+                                                 void *workspace, size_t workspace_bytes, latte_stream_t stream_) {
+    const cudaStream_t stream = (cudaStream_t)stream_;
+    MlaCudaPlan *cp = (MlaCudaPlan *)plan->impl;
+    const latte_mla_config &c = plan->config;
+    const int64_t M = batch, dim = c.dim, dq = c.q_lora_rank, H = c.n_heads;
+    int dev = -1;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e) return cuda_fail(e, "cudaGetDevice");
+    if (dev != plan->device)
+        return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
+                               "plan: created on CUDA device %d, but the current device is %d", plan->device, dev);
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if ((e = cudaStreamIsCapturing(stream, &capture))) return cuda_fail(e, "cudaStreamIsCapturing");
+    if (capture != cudaStreamCaptureStatusNone)
+        return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
+                               "stream: it is capturing a graph, but tuning synchronizes and allocates (tune before "
+                               "capturing)");
+    if (cp->simple_gemm) return LATTE_STATUS_SUCCESS;  // LATTE_MLA_SIMPLE_GEMM=1: one GEMM, nothing to choose
+
+    const MlaLayout L = mla_layout(plan, M, max_cache_len);
+    if (workspace_bytes < L.total)  // the API layer checked this already
+        return latte_set_error(LATTE_STATUS_INSUFFICIENT_WORKSPACE, "workspace: %zu bytes given, %zu needed",
+                               workspace_bytes, L.total);
+    bool temporary = false;
+    ShapeSelection sel;
+    RunShape *shape = shape_for(cp, c, M, dim, dim, L, &temporary, &sel);
+    if (!shape) return latte_set_error(LATTE_STATUS_OUT_OF_MEMORY, "mla (CUDA): host allocation of a run shape failed");
+    if (temporary) {
+        shape_free(cp, shape);
+        return latte_set_error(LATTE_STATUS_NOT_SUPPORTED,
+                               "plan: its table of run shapes is full (%d batch sizes and strides); a tuned choice "
+                               "could not be kept",
+                               kMaxShapes);
+    }
+
+    // scratch activations and outputs of the five projections, and the L2 flush buffer
+    TuneScratch scratch;
+    scratch.stream = stream;
+    int l2 = 0;
+    if ((e = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev))) return cuda_fail(e, "cudaDeviceGetAttribute");
+    const size_t flush_bytes = align256((size_t)(l2 > (16 << 20) ? l2 : (16 << 20)) * 2);
+    const size_t n_act[] = {(size_t)(M * dim),          (size_t)(M * (dq + kRow)), (size_t)(M * dq),
+                            (size_t)(M * H * kQHead),   (size_t)(M * H * kRow),    (size_t)(M * H * kR),
+                            (size_t)(M * H * kV),       (size_t)(M * dim)};
+    enum { kX, kDownOut, kQLora, kQ, kQAttn, kOLat, kO, kY, kNAct };
+    size_t off[kNAct], act_bytes = 0;
+    for (int i = 0; i < kNAct; i++) {
+        off[i] = act_bytes;
+        act_bytes += align256(n_act[i] * 2);
+    }
+    if ((e = cudaMalloc(&scratch.block, act_bytes + flush_bytes)))
+        return cuda_fail(e, "cudaMalloc of tuning scratch");
+    char *blk = (char *)scratch.block;
+    void *flush = blk + act_bytes;
+    tune_fill_kernel<<<(unsigned)((act_bytes / 2 + 255) / 256 < 4096 ? (act_bytes / 2 + 255) / 256 : 4096), 256, 0,
+                       stream>>>((bf16 *)blk, act_bytes / 2, 0x1234567u);
+    if ((e = cudaGetLastError())) return cuda_fail(e, "filling the tuning scratch");
+    for (int i = 0; i < 2 * kTuneReps; i++)
+        if ((e = cudaEventCreate(&scratch.ev[i]))) return cuda_fail(e, "cudaEventCreate");
+    if (cp->use_lt && (e = cudaSetDevice(dev))) return cuda_fail(e, "cudaSetDevice");
+
+    MlaOperands t;
+    t.x = (const bf16 *)(blk + off[kX]);
+    t.x_row_stride = dim;
+    t.y = (bf16 *)(blk + off[kY]);
+    t.y_row_stride = dim;
+    t.q_lora = (bf16 *)(blk + off[kQLora]);
+    t.q = (bf16 *)(blk + off[kQ]);
+    t.q_attn = (bf16 *)(blk + off[kQAttn]);
+    t.o_lat = (bf16 *)(blk + off[kOLat]);
+    t.o = (bf16 *)(blk + off[kO]);
+    t.down_out = (bf16 *)(blk + off[kDownOut]);
+    GemmProblem P[kNProj];
+    mla_problems(cp, c, M, L, t, P);
+    char *ws = (char *)workspace;
+    float *partial = (float *)(ws + L.partial);
+
+    // one launch of candidate `cd` for projection i; CUBLAS_STATUS_SUCCESS or cuBLASLt's refusal
+    auto launch = [&](int i, const ProjChoice &cd) -> cublasStatus_t {
+        if (cd.lt) return latte::lt_gemm_run(cp->lt, shape->g[i], cd.algo, P[i], ws + L.lt_ws, stream);
+        GemmProblem p = P[i];
+        p.split = cd.split;
+        if (i == kDown) {  // partials + their reduction (the run's epilogue reads the partials)
+            p.C = nullptr;
+            p.partial = partial;
+            latte::gemm_bf16_launch(p, false, stream);
+            latte::gemm_reduce_launch(partial, p.split, 1, M, p.N, t.down_out, p.N, 0, stream);
+        } else {
+            project(p, partial, false, stream);
+        }
+        return CUBLAS_STATUS_SUCCESS;
+    };
+    // median µs of candidate cd; < 0: cuBLASLt refused it (skipped). A CUDA error fails the tune.
+    latte_status st = LATTE_STATUS_SUCCESS;
+    auto time_candidate = [&](int i, const ProjChoice &cd) -> float {
+        float ms[kTuneReps];
+        for (int r = -1; r < kTuneReps; r++) {
+            if ((e = cudaMemsetAsync(flush, r & 0xff, flush_bytes, stream))) break;
+            if (r >= 0 && (e = cudaEventRecord(scratch.ev[2 * r], stream))) break;
+            if (launch(i, cd) != CUBLAS_STATUS_SUCCESS) return -1.0f;  // nothing enqueued by a refused matmul
+            if ((e = cudaGetLastError())) break;
+            if (r >= 0 && (e = cudaEventRecord(scratch.ev[2 * r + 1], stream))) break;
+        }
+        if (!e) e = cudaEventSynchronize(scratch.ev[2 * kTuneReps - 1]);
+        for (int r = 0; r < kTuneReps && !e; r++) e = cudaEventElapsedTime(&ms[r], scratch.ev[2 * r], scratch.ev[2 * r + 1]);
+        if (e) {
+            st = cuda_fail(e, "timing a tuning candidate");
+            return -1.0f;
+        }
+        for (int a = 1; a < kTuneReps; a++)  // insertion sort: 7 values
+            for (int b = a; b > 0 && ms[b] < ms[b - 1]; b--) {
+                const float tmp = ms[b];
+                ms[b] = ms[b - 1];
+                ms[b - 1] = tmp;
+            }
+        return ms[kTuneReps / 2] * 1e3f;
+    };
+
+    ShapeSelection out = sel;
+    for (int i = 0; i < kNProj; i++) {
+        ProjChoice cand[kMaxTuneCandidates];
+        int n = 0;
+        auto add = [&](const ProjChoice &cd) {
+            if (n >= kMaxTuneCandidates) return;
+            for (int k = 0; k < n; k++)
+                if (same_choice(cand[k], cd)) return;
+            cand[n++] = cd;
+        };
+        add(sel.untuned[i]);  // candidate 0: the baseline
+        if (shape->g[i].ready) {
+            cublasLtMatmulAlgo_t algos[latte::kLtMaxCandidates];
+            const int na = latte::lt_gemm_candidates(cp->lt, shape->g[i], algos, latte::kLtMaxCandidates);
+            for (int k = 0; k < na; k++) {
+                ProjChoice cd;
+                memset(&cd, 0, sizeof cd);
+                cd.lt = true;
+                cd.split = 1;
+                cd.algo = algos[k];
+                add(cd);
+            }
+        }
+        if (!cp->lt_forced) {
+            const int k_tiles = P[i].K / 64;
+            const int splits[] = {sel.untuned[i].lt ? 1 : sel.untuned[i].split, 1, 2, 4, 8, 16};
+            for (int want : splits) {
+                int split = want < k_tiles ? want : k_tiles;
+                const int per = (k_tiles + split - 1) / split;  // no empty split (as gemm_choose_split)
+                split = (k_tiles + per - 1) / per;
+                if ((split > 1 || i == kDown) &&
+                    latte::gemm_partial_bytes(M, P[i].N, P[i].batch, split) > L.partial_bytes)
+                    continue;
+                ProjChoice cd;
+                memset(&cd, 0, sizeof cd);
+                cd.lt = false;
+                cd.split = split;
+                add(cd);
+            }
+        }
+        int best = -1, timed = 0;
+        float best_us = 0.0f, base_us = -1.0f;
+        for (int k = 0; k < n; k++) {
+            const float us = time_candidate(i, cand[k]);
+            if (st) return st;
+            if (us < 0.0f) continue;
+            timed++;
+            if (k == 0) base_us = us;
+            if (best < 0 || us < best_us) best = k, best_us = us;
+        }
+        if (best < 0) continue;  // nothing ran (cannot happen for a runnable plan): keep the untuned choice
+        if (base_us >= 0.0f && best_us > 0.98f * base_us) best = 0, best_us = base_us;
+        out.use[i] = cand[best];
+        out.us[i] = best_us;
+        out.untuned_us[i] = base_us;
+        out.candidates[i] = timed;
+    }
+    if ((e = cudaStreamSynchronize(stream))) return cuda_fail(e, "tuning");
+    out.tuned = true;
+    {
+        std::lock_guard<std::mutex> lock(cp->shape_mutex);
+        for (int i = 0; i < kNProj; i++) {  // (the untuned choices stay as they were made)
+            shape->sel.use[i] = out.use[i];
+            shape->sel.us[i] = out.us[i];
+            shape->sel.untuned_us[i] = out.untuned_us[i];
+            shape->sel.candidates[i] = out.candidates[i];
+        }
+        shape->sel.tuned = true;
+    }
+    return LATTE_STATUS_SUCCESS;
+}
+
+// ---- describe -----------------------------------------------------------------------------------------
+extern "C" latte_status latte_cuda_mla_plan_describe(struct latte_mla_plan_s *plan, int64_t batch, char *buf,
+                                                     size_t buf_bytes) {
+    MlaCudaPlan *cp = (MlaCudaPlan *)plan->impl;
+    const latte_mla_config &c = plan->config;
+    const MlaLayout L = mla_layout(plan, batch, 0);
+    bool temporary = false;
+    ShapeSelection sel;
+    RunShape *shape = shape_for(cp, c, batch, c.dim, c.dim, L, &temporary, &sel);
+    if (!shape) return latte_set_error(LATTE_STATUS_OUT_OF_MEMORY, "mla (CUDA): host allocation of a run shape failed");
+    if (temporary) shape_free(cp, shape);  // sel is a copy
+    size_t at = 0;
+    buf[0] = '\0';
+#define append(...) buf_append(buf, buf_bytes, &at, __VA_ARGS__)
+    for (int i = 0; i < kNProj; i++) {
+        const ProjChoice &u = sel.use[i];
+        append("%s: ", kProjectionShort[i]);
+        if (u.lt) {
+            const latte::LtAlgoInfo a = latte::lt_algo_info(cp->lt, u.algo);
+            append("cublasLt algo %d tile %d splitK %d", a.id, a.tile, a.split_k);
+        } else if (cp->simple_gemm) {
+            append("latte simple gemm");
+        } else {
+            append("latte gemm splitK %d", u.split);
+        }
+        const char *base = sel.untuned[i].lt ? "heuristic" : "default";
+        if (sel.tuned)
+            append(", %.1f us (%s %.1f us, %d candidates)\n", (double)sel.us[i], base, (double)sel.untuned_us[i],
+                   sel.candidates[i]);
+        else
+            append(" (%s, not tuned)\n", base);
+    }
+#undef append
     return LATTE_STATUS_SUCCESS;
 }
