@@ -203,6 +203,7 @@ def main():
                     try:
                         mla = latte.MLADecode(W, n_heads=o.H, kv_lora_rank=o.R, rope_dim=o.P, nope_dim=o.DN, v_dim=o.DV,
                                       keys_stored_rotated=rotated)
+                        mla.tune(x.shape[0], L)  # once per layer and batch, as an engine does at startup
                         row[key] = o.bench_us(lambda: mla(x, cache, lens_t, cos, sin, max_cache_len=L), iters=a.iters)
                         mla.close()
                     except Exception as e:

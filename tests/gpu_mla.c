@@ -167,7 +167,10 @@ static void run_case(const mla_case *k, int tune) {
         printf("%s: tuned in %.2f s:\n%s", k->name, t_tune, desc);
         CHECK(k->simple_gemm || strstr(desc, "candidates") != NULL, "%s: describe after tune says nothing of it: %s",
               k->name, desc);
-        CHECK(t_tune < 5.0, "%s: tuning took %.2f s (the budget is ~2 s at batch 128)", k->name, t_tune);
+        /* the time budget holds outside compute-sanitizer (LATTE_TEST_QUICK=1 runs under it, ~50x slower) */
+        const char *quick = getenv("LATTE_TEST_QUICK");
+        if (!(quick && quick[0] == '1'))
+            CHECK(t_tune < 5.0, "%s: tuning took %.2f s (the budget is ~2 s at batch 128)", k->name, t_tune);
         /* tune wrote neither y (still NaN) nor, checked below with the run's, the cache */
         CK(cudaMemcpy(y2, d_y, (size_t)B * ys * 2, cudaMemcpyDeviceToHost));
         size_t touched = 0;
@@ -641,6 +644,8 @@ int main(void) {
     const char *quick_env = getenv("LATTE_TEST_QUICK");
     const int quick = quick_env && quick_env[0] == '1';
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *filter = getenv("LATTE_TEST_FILTER"); /* substring of case names (bisecting, sanitizers) */
+        if (filter && *filter && !strstr(cases[i].name, filter)) continue;
         if (quick && (cases[i].dim > 2048 || cases[i].batch * cases[i].max_cache_len > 100000)) {
             printf("%s: skipped (LATTE_TEST_QUICK=1)\n", cases[i].name);
             continue;
