@@ -13,8 +13,15 @@ if [ ! -x "$BUILD/tests/gpu_mla" ]; then
 fi
 export LATTE_TEST_QUICK=1 LATTE_REQUIRE_GPU=1 OMP_NUM_THREADS=4
 json="{"; bad=0
+T0=$(date +%s); DEADLINE=${GPU_SANITIZE_BUDGET_S:-540}  # the whole script fits one 10-minute device call
 run() {  # tool program filter timeout
   local tool=$1 prog=$2 filter=$3 t=$4 extra="" log
+  local left=$((DEADLINE - ($(date +%s) - T0)))
+  if [ $left -lt 30 ]; then
+    printf '%-10s %-16s %-28s skipped: no time left\n' "$tool" "$prog" "${filter:-all}" | tee -a "$OUT/sanitizer.log"
+    json="$json\"$tool/$prog/${filter:-all}\": \"skipped (time)\","; return
+  fi
+  [ "$t" -gt "$left" ] && t=$left
   [ "$tool" = memcheck ] && extra="--leak-check full"
   log=$(mktemp)
   (cd "$BUILD/tests" && LATTE_TEST_FILTER="$filter" timeout "$t" "$SAN" --tool "$tool" $extra --print-limit 20 \
