@@ -157,7 +157,7 @@ if run_step pytest; then
   else
     section "$OUT/tests.log" "pytest python/tests"
     LATTE_LIBRARY="$BUILD/liblatte.so" PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
-      timeout "$(cap 180)" "$PY" -m pytest python/tests -q >> "$OUT/tests.log" 2>&1
+      LATTE_ORACLE=${LATTE_ORACLE:-$PWD/.carry/oracle/mla_oracle.py} timeout "$(cap 180)" "$PY" -m pytest python/tests -q >> "$OUT/tests.log" 2>&1
     rc=$?
     line=$(grep -E '(passed|failed|skipped|error)' "$OUT/tests.log" | tail -1 | cut -c1-90)
     # pytest: 0 passed, 5 nothing collected

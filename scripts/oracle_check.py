@@ -71,6 +71,7 @@ def main():
         log("oracle_check: no CUDA device")
         return 2
     o = load_oracle(oracle_path)
+    o.dev = dev  # the oracle's tensors on the same device (cpu: the CPU backend against the oracle, small cases)
     if dev != "cuda":
         a.no_timing = True
     os.makedirs(a.out, exist_ok=True)
