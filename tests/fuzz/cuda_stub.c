@@ -33,3 +33,10 @@ latte_status latte_cuda_mla_bad_lengths(struct latte_mla_plan_s *plan, int64_t *
                                         latte_stream_t stream) {
     return no_device();
 }
+latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, int64_t batch, int64_t max_cache_len,
+                                      void *workspace, size_t workspace_bytes, latte_stream_t stream) {
+    return no_device();
+}
+latte_status latte_cuda_mla_plan_describe(struct latte_mla_plan_s *plan, int64_t batch, char *buf, size_t buf_bytes) {
+    return no_device();
+}
