@@ -642,6 +642,25 @@ static void fuzz_mla(reader *r) {
     uint8_t *ws = NULL;
     if (ws_bytes) buf_new(0, ws_bytes, 0, 256, &ws);
 
+    /* the optional tuning step (CPU backend: validation, then nothing to tune) and describe */
+    if (ws_bytes) {
+        st = latte_mla_plan_tune(plan, batch, max_len, ws, ws_bytes, NULL);
+        check_status("latte_mla_plan_tune", st, 0);
+        st = latte_mla_plan_tune(plan, batch, max_len, ws, ws_bytes - 1, NULL);
+        check_status("latte_mla_plan_tune(small workspace)", st, 1);
+    }
+    {
+        char desc[80];
+        const size_t n = 1 + rd_u8(r) % 64;
+        memset(desc, 0x5a, sizeof desc);
+        st = latte_mla_plan_describe(plan, batch, desc, n);
+        check_status("latte_mla_plan_describe", st, 0);
+        FUZZ_ASSERT(memchr(desc, 0, n) != NULL, "describe left no NUL within %zu bytes", n);
+        for (size_t i = n; i < sizeof desc; i++) FUZZ_ASSERT(desc[i] == 0x5a, "describe wrote past buf_bytes");
+        st = latte_mla_plan_describe(plan, batch, desc, 0);
+        check_status("latte_mla_plan_describe(0 bytes)", st, 1);
+    }
+
     int64_t expected_bad = 0;
     int n_runs = 1 + rd_u8(r) % 3;
     for (int run = 0; run < n_runs; run++) {
