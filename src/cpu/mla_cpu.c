@@ -269,6 +269,19 @@ LATTE_HOT static void gemm_task(const gemm *g, int64_t n0, int64_t n1) {
         }
 }
 
+/* The per-head absorptions: for every head h, C_h[B, N] = bf16(A_h[B, K] · W_hᵀ) with W_h = W + h·N·K ([N][K]),
+ * A_h = A + h·a_head (rows lda apart), C_h = C + h·c_head (rows ldc apart). Blocks of GEMM_NB columns per task. */
+static void gemm_per_head(int64_t H, int64_t B, int64_t N, int64_t K, const float *A, int64_t a_head, int64_t lda,
+                          const float *W, float *C, int64_t c_head, int64_t ldc) {
+    const int64_t nb = (N + GEMM_NB - 1) / GEMM_NB;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t i = 0; i < H * nb; i++) {
+        const int64_t h = i / nb, n0 = (i % nb) * GEMM_NB, n1 = n0 + GEMM_NB < N ? n0 + GEMM_NB : N;
+        const gemm g = {B, N, K, A + h * a_head, lda, W + h * N * K, K, C + h * c_head, ldc, NULL, 0};
+        gemm_task(&g, n0, n1);
+    }
+}
+
 static void gemm_run(const gemm *g) {
     const int64_t nb = (g->N + GEMM_NB - 1) / GEMM_NB;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -383,15 +396,7 @@ latte_status latte_cpu_mla_run(struct latte_mla_plan_s *plan, const latte_mla_ru
         rope_bf16(q + (b * H + h) * qw + nope, qc + R, cos_tab + lens[b] * P, sin_tab + lens[b] * P, P);
         for (int64_t j = R + P; j < Kp; j++) qc[j] = 0.0f;
     }
-    {
-        const int64_t nb = (R + GEMM_NB - 1) / GEMM_NB;
-#pragma omp parallel for schedule(dynamic, 1)
-        for (int64_t i = 0; i < H * nb; i++) {
-            const int64_t h = i / nb, n0 = (i % nb) * GEMM_NB, n1 = n0 + GEMM_NB < R ? n0 + GEMM_NB : R;
-            const gemm g = {B, R, nope, q + h * qw, H * qw, m->w_uk_t + h * R * nope, nope, qcat + h * Kp, Hp * Kp, NULL, 0};
-            gemm_task(&g, n0, n1);
-        }
-    }
+    gemm_per_head(H, B, R, nope, q, qw, H * qw, m->w_uk_t, qcat, Kp, Hp * Kp);
     /* 2. append (after every read of x: the API does not forbid x inside the cache) */
     for (int64_t b = 0; b < B; b++) {
         if (lens[b] < 0) continue;
@@ -440,15 +445,7 @@ latte_status latte_cpu_mla_run(struct latte_mla_plan_s *plan, const latte_mla_ru
         }
     }
     /* 7. o = bf16(W_UV[h] o_lat[h]), y = bf16(o Woᵀ) */
-    {
-        const int64_t nb = (v + GEMM_NB - 1) / GEMM_NB;
-#pragma omp parallel for schedule(dynamic, 1)
-        for (int64_t i = 0; i < H * nb; i++) {
-            const int64_t h = i / nb, n0 = (i % nb) * GEMM_NB, n1 = n0 + GEMM_NB < v ? n0 + GEMM_NB : v;
-            const gemm g = {B, v, R, olat + h * Rp, Hp * Rp, m->w_uv + h * v * R, R, o + h * v, H * v, NULL, 0};
-            gemm_task(&g, n0, n1);
-        }
-    }
+    gemm_per_head(H, B, v, R, olat, Rp, Hp * Rp, m->w_uv, o, v, H * v);
     {
         const gemm g = {B, dim, H * v, o, H * v, m->w_o, H * v, ystage, dim, y, a->y_row_stride};
         gemm_run(&g);
