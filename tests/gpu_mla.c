@@ -294,7 +294,13 @@ static void run_case(const mla_case *k, int tune) {
                 if (fabs(ref[j]) > 1e-2 && d / fabs(ref[j]) > max_rel) max_rel = d / fabs(ref[j]);
             }
         }
-        y_miss += compare_close(k->name, got, ref, dim, 8e-3, 2e-2);
+        /* GPU against the CPU backend: each is held to the spec's tolerance (8e-3 + 2e-2 |ref|) against the bf16
+         * reference, so against each other twice that (triangle inequality). Both round the scores to bf16 as the
+         * reference does, and their fp32 dots differ in summation order, so a score one rounding apart (one bf16
+         * ulp, 0.4%) is an expected difference; with a peaked softmax it moves y by up to ~1e-2 (seen once in
+         * 3072 elements at the spec's tolerance edge, h32 b3 x2 c0.5). The oracle check holds latte to the spec's
+         * own tolerance against the reference. */
+        y_miss += compare_close(k->name, got, ref, dim, 2 * 8e-3, 2 * 2e-2);
         if (is_valid_len(lens[b], k->max_cache_len)) {
             const uint16_t *g = cache_out + b * bs + (int64_t)lens[b] * rs, *c = scache + i * bs + (int64_t)lens[b] * rs;
             for (int64_t j = 0; j < ROW; j++) {

@@ -14,7 +14,8 @@
  *   4. q_lat[h] = bf16(W_UK[h]ᵀ·q_nope[h])                    (R values)
  *   5. keys of token t < T = len[b]+1: c[t] = cache[t][0:R], k_pe[t] = rope_bf16(cache[t][R:], t)
  *      (LATTE_MLA_KEYS_ROTATED_AT_READ) or cache[t][R:] as stored
- *   6. s[h][t] = (q_lat[h]·c[t] + q_pe[h]·k_pe[t])·scale in fp32 (one dot over R+P), p = softmax_t(s)
+ *   6. s[h][t] = bf16(bf16(q_lat[h]·c[t] + q_pe[h]·k_pe[t])·scale) (one fp32 dot over R+P, rounded twice as the
+ *      reference's bf16 matmul and scaling round it), p = softmax_t(s) in fp32
  *      in fp32, p rounded to bf16, o_lat[h] = bf16(Σ_t p[t]·c[t])
  *   7. o[h] = bf16(W_UV[h]·o_lat[h]), y = bf16(o·Woᵀ)
  * A sequence with len < 0 or len > max_cache_len gets a NaN row of y, appends nothing, reads nothing of
@@ -316,7 +317,8 @@ LATTE_HOT static void score_task(const float *q, const float *keys, int64_t Kp, 
             const v8f kj = load8(k + j);
             for (int hh = 0; hh < HB; hh++) acc[hh] += load8(q + hh * Kp + j) * kj;
         }
-        for (int hh = 0; hh < HB; hh++) s[hh * Tp + t] = hsum8(&acc[hh]) * scale;
+        /* rounded as the reference rounds its scores: bf16 out of the QKᵀ matmul, bf16 again after the scale */
+        for (int hh = 0; hh < HB; hh++) s[hh * Tp + t] = latte_round_bf16(latte_round_bf16(hsum8(&acc[hh])) * scale);
     }
 }
 

@@ -20,8 +20,11 @@
 //           v3: the rotation in packed bf16 arithmetic (bitwise the reference's rounding, no fp32 conversions) with
 //           all of a thread's tables in 4 16-byte loads; the last tile of a sequence skips the S pairs and P·V
 //           k-steps of 16 tokens that are all ≥ T (T = 513: 1 valid token of 64).
+//   wgmma   (mla_attention_sm90.cu) Hopper warpgroup MMA from shared memory; chosen on compute capability 9.0 when
+//           the build has sm_90a code (LATTE_MLA_ATTENTION=mma forces the mma.sync kernel instead).
 //   combine o_lat = Σ_s w_s·o_s, w_s = exp(lse_s − max) / Σ; NaN rows for invalid lengths.
 #include "cuda/mla_attention.cuh"
+#include "cuda/mla_attention_common.cuh"
 #include "cuda/ptx.cuh"
 
 #include <atomic>
@@ -32,45 +35,9 @@
 namespace latte {
 namespace {
 
+using namespace attention_detail;  // kLog2e, kLn2, length_is_valid, score_log2, rope_reference, rotate_pair
+
 constexpr int kThreads = 256;
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
-
-__device__ __forceinline__ bool length_is_valid(int len, int max_cache_len) { return len >= 0 && len <= max_cache_len; }
-
-// The reference's rotary rounding for one element: x·cos and rotate_half(x)·sin are each rounded to bf16 (PyTorch
-// bf16 tensor ops), then their sum is. `rot` is the rotate_half partner already negated where needed (exact).
-__device__ __forceinline__ __nv_bfloat16 rope_reference(float x, float rot, float c, float s) {
-    const float a = __bfloat162float(__float2bfloat16_rn(x * c));
-    const float b = __bfloat162float(__float2bfloat16_rn(rot * s));
-    return __float2bfloat16_rn(a + b);
-}
-
-// rotate_half([a, b]) = [-b, a] on two bf16 of the low half (lo: rope d, d+1) and their partners in the high half
-// (hi: d+32, d+33), each given as a packed bf16 pair with its cos/sin pairs, in packed bf16 arithmetic:
-//   lo' = bf16(bf16(lo·cos_lo) − bf16(hi·sin_lo)),   hi' = bf16(bf16(hi·cos_hi) + bf16(lo·sin_hi)).
-// Bitwise the reference's rounding (rope_reference), with 3 packed instructions per 2 elements instead of ~20 (the
-// fp32 route needs a single-lane F2F conversion per product, the costly part of the rotation):
-// * mul.rn.bf16x2 rounds the exact product once. The product of two bf16 (8-bit significands) has ≤ 16 significant
-//   bits, so the reference's fp32 product is exact, except below 2^-134 (bits under fp32's 2^-149), where both
-//   roundings give ±0 (bf16's smallest subnormal is 2^-133; fp32 rounds to at most the tie 2^-134, which bf16 rounds
-//   to even = 0).
-// * add/sub.rn.bf16x2 round the exact sum once; the reference rounds it to fp32 first, and rounding to 24 bits and
-//   then to 8 bits equals rounding to 8 bits directly (double rounding is innocuous when 24 ≥ 2·8 + 2), while sums
-//   in the subnormal range are exact in fp32 (multiples of 2^-133).
-// * x − y = x + (−y) exactly, and bf16((−y)·s) = −bf16(y·s) (round-to-nearest-even is symmetric).
-// The _rn forms are never contracted into an fma. bf16 arithmetic keeps subnormals (PTX has no .ftz for bf16).
-// sm_90 has native bf16x2 mul/add/sub; sm_80 gets them as fma.rn.bf16x2 with −0 / ±1 operands (same roundings).
-__device__ __forceinline__ void rotate_pair(uint32_t &lo, uint32_t &hi, uint32_t c_lo, uint32_t c_hi, uint32_t s_lo,
-                                            uint32_t s_hi) {
-    const auto b2 = [](uint32_t v) { return *reinterpret_cast<const __nv_bfloat162 *>(&v); };
-    const __nv_bfloat162 x = b2(lo), y = b2(hi);
-    const __nv_bfloat162 new_lo = __hsub2_rn(__hmul2_rn(x, b2(c_lo)), __hmul2_rn(y, b2(s_lo)));
-    const __nv_bfloat162 new_hi = __hadd2_rn(__hmul2_rn(y, b2(c_hi)), __hmul2_rn(x, b2(s_hi)));
-    lo = *reinterpret_cast<const uint32_t *>(&new_lo);
-    hi = *reinterpret_cast<const uint32_t *>(&new_hi);
-}
-
 // ============================================================================================================
 // simple: block = (split, sequence, 8 heads), warp w = head; every lane keeps 16 of the 512 output columns.
 // Tokens arrive 8 at a time in smem as fp32 (roped), each token updates the online softmax on its own.
@@ -132,7 +99,7 @@ __global__ void __launch_bounds__(kThreads) mla_attention_simple_kernel(const Ml
             float dot = 0.f;
             for (int e = lane; e < kMlaRow; e += 32) dot += q_s[warp][e] * kv_s[r][e];
             for (int o = 16; o > 0; o /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, o);
-            const float s = dot * p.softmax_scale;
+            const float s = score_reference(dot, p.softmax_scale);
             const float m_new = fmaxf(m, s);
             const float alpha = expf(m - m_new);  // m = -inf on the first token: alpha = 0
             const float pw = expf(s - m_new);
@@ -337,7 +304,6 @@ __device__ __forceinline__ void fast_attention(const MlaAttentionParams &p) {
     // ---- per-warp roles ----
     const int s_row0 = 16 * (warp % 4), s_tok0 = kSTokens * (warp / 4), s_half = warp / 4;
     const int o_row0 = 32 * (warp % 2), o_col0 = 128 * (warp / 2);
-    const float scale_log2 = p.softmax_scale * kLog2e;
 
     float l_o[2][2];  // running sum of O rows o_row0 + 16·mt + g + 8·hh
     if (tid < kFastHeads) row_max[tid] = -INFINITY;  // visible after the first tile's barrier
@@ -435,7 +401,7 @@ __device__ __forceinline__ void fast_attention(const MlaAttentionParams &p) {
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
                 const int t = t_first + s_tok0 + nt * 8 + 2 * t4 + (e % 2);
-                const float v = t < T ? s_acc[nt][e] * scale_log2 : -INFINITY;
+                const float v = t < T ? score_log2(s_acc[nt][e], p.softmax_scale) : -INFINITY;
                 s_acc[nt][e] = v;
                 mx[e / 2] = fmaxf(mx[e / 2], v);
             }
@@ -596,6 +562,16 @@ __global__ void __launch_bounds__(kThreads) mla_attention_combine_kernel(const M
     }
 }
 
+// LATTE_MLA_ATTENTION=mma: the mma.sync kernel even where the wgmma one runs (a benchmark and bisection knob; read once).
+constexpr int kChoiceAuto = 0, kChoiceMma = 1;
+int attention_kernel_choice() {
+    static const int choice = [] {
+        const char *v = std::getenv("LATTE_MLA_ATTENTION");
+        return v != nullptr && std::strcmp(v, "mma") == 0 ? kChoiceMma : kChoiceAuto;
+    }();
+    return choice;
+}
+
 bool simple_attention_requested() {
     static const bool requested = [] {
         const char *v = std::getenv("LATTE_MLA_SIMPLE_ATTENTION");
@@ -686,7 +662,10 @@ cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t strea
     // 64-token tiles need ~227 KB of smem (Hopper); 32-token tiles ~150 KB (A100); else the simple kernel.
     // With one split per sequence the fast kernel writes o_lat itself and there is no combine.
     bool combine = true;
-    if (!simple_attention_requested() && (size_t)smem_optin >= FastLayout<64>::kSmemBytes) {
+    if (!simple_attention_requested() && attention_kernel_choice() != kChoiceMma && mla_attention_wgmma_available(device)) {
+        if ((e = mla_attention_wgmma_launch(p, device, stream)) != cudaSuccess) return e;
+        combine = p.n_splits > 1;
+    } else if (!simple_attention_requested() && (size_t)smem_optin >= FastLayout<64>::kSmemBytes) {
         if ((e = prepare_fast_kernel<64>(device)) != cudaSuccess) return e;
         mla_attention_fast_kernel<64>
             <<<(unsigned)(per_split * groups_fast), kThreads, FastLayout<64>::kSmemBytes, stream>>>(p);

@@ -68,4 +68,10 @@ size_t mla_attention_workspace_bytes(int batch, int n_heads, int n_splits);
 // rope_cos / rope_sin must be 16-byte aligned (cudaErrorMisalignedAddress otherwise; the API layer checks it).
 cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t stream);
 
+// The Hopper kernel (mla_attention_sm90.cu): whether it can run on `device` (compute capability 9.0, this build has
+// sm_90a code, enough opt-in smem), and its launch (same parameters, partial format and combine as above; the caller
+// launches the combine when n_splits > 1).
+bool mla_attention_wgmma_available(int device);
+cudaError_t mla_attention_wgmma_launch(const MlaAttentionParams &p, int device, cudaStream_t stream);
+
 }  // namespace latte

@@ -1,6 +1,6 @@
 // The inline-PTX instructions latte's kernels use, in one place, each with a line on what it does.
-// All of them exist from sm_80 on (Ampere and Hopper); Hopper-only instructions (wgmma, TMA, mbarrier,
-// setmaxnreg) will be added here too, behind __CUDA_ARCH__ checks, when a kernel uses them.
+// The first group exists from sm_80 on (Ampere and Hopper); the Hopper-only group (wgmma and its fences) is
+// compiled only for sm_90a (LATTE_PTX_SM90A) and is empty elsewhere.
 #pragma once
 
 #include <stdint.h>
@@ -49,6 +49,113 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a
         "{%0, %1, %2, %3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+
+// ---- Hopper (sm_90a) only: warpgroup MMA. On other targets these compile to nothing and are never reached (the
+//      launchers select the wgmma kernel only on a compute capability 9.0 device running sm_90a code). ----
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define LATTE_PTX_SM90A 1
+#else
+#define LATTE_PTX_SM90A 0
+#endif
+
+// Shared-memory matrix descriptor of a wgmma operand in the 128-byte-swizzle layout: rows of 128 bytes whose
+// 16-byte units are XORed with (row % 8), groups of 8 rows 1024 bytes apart (SBO), the 14-bit fields in units of
+// 16 bytes, swizzle mode 1 = 128 B (bits 62-63). The start must sit in a 1024-byte aligned atom (base offset 0).
+// K-major operands (rows = M or N, 64 K-elements per row): lbo unused; a k-step of 16 bf16 adds 32 bytes to start.
+// MN-major operands (rows = K, 64 M/N-elements per row): lbo = the distance between blocks of 64 M/N elements.
+__device__ __forceinline__ uint64_t wgmma_desc_sw128(uint32_t smem_start, uint32_t lbo_bytes, uint32_t sbo_bytes) {
+    return (uint64_t)((smem_start & 0x3FFFFu) >> 4) | ((uint64_t)((lbo_bytes >> 4) & 0x3FFFu) << 16) |
+           ((uint64_t)((sbo_bytes >> 4) & 0x3FFFu) << 32) | (1ull << 62);
+}
+
+// Orders this warpgroup's earlier register accesses before the wgmma that follow (required before the first
+// wgmma.mma_async of a batch that reads or writes accumulator registers touched by ordinary instructions).
+__device__ __forceinline__ void wgmma_fence() {
+#if LATTE_PTX_SM90A
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+// Closes the batch of wgmma.mma_async issued by this warpgroup since the last commit into one group.
+__device__ __forceinline__ void wgmma_commit() {
+#if LATTE_PTX_SM90A
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+// Waits until at most N of this warpgroup's committed wgmma groups are pending (their accumulators are then
+// readable and their shared-memory operands may be overwritten).
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+#if LATTE_PTX_SM90A
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+#endif
+}
+// Makes this thread's ordinary shared-memory writes (st.shared, cp.async) visible to the async proxy, which is
+// how wgmma reads its shared-memory operands; put it before the barrier that hands the data to the wgmma.
+__device__ __forceinline__ void fence_proxy_async_smem() {
+#if LATTE_PTX_SM90A
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// D (64x32 fp32, 16 per thread) += A (64x16 bf16, K-major, smem desc) · B (16x32 bf16, K-major i.e. stored
+// [n][k], smem desc). D fragment (warp w of the warpgroup, g = lane/4, t = lane%4): d[4j..4j+1] = row 16w+g,
+// columns 8j+2t..+1; d[4j+2..4j+3] = row 16w+g+8, same columns.
+__device__ __forceinline__ void wgmma_m64n32k16_ss(float (&d)[16], uint64_t a_desc, uint64_t b_desc) {
+#if LATTE_PTX_SM90A
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+        "%16, %17, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
+                   "+f"(d[15])
+                 : "l"(a_desc), "l"(b_desc), "r"(1));  // scale-d = 1: D += A·B
+#else
+    (void)d, (void)a_desc, (void)b_desc;
+#endif
+}
+
+// D (64x256 fp32, 128 per thread) += A (64x16 bf16, K-major, smem desc) · B (16x256 bf16, MN-major i.e. stored
+// [k][n] with n contiguous, smem desc, transposed on the way: imm-trans-b = 1). Fragment as for m64n32k16.
+__device__ __forceinline__ void wgmma_m64n256k16_ss_tb(float (&d)[128], uint64_t a_desc, uint64_t b_desc) {
+#if LATTE_PTX_SM90A
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, "
+        "%23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, "
+        "%44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, "
+        "%65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "
+        "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, "
+        "%106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, "
+        "%123, %124, %125, %126, %127}, "
+        "%128, %129, p, 1, 1, 0, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
+                   "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
+                   "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
+                   "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]),
+                   "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),
+                   "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
+                   "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+                   "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+                   "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]),
+                   "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]),
+                   "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),
+                   "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]),
+                   "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]),
+                   "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]),
+                   "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]),
+                   "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+                   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]),
+                   "+f"(d[127])
+                 : "l"(a_desc), "l"(b_desc), "r"(1));  // scale-d = 1: D += A·B
+#else
+    (void)d, (void)a_desc, (void)b_desc;
+#endif
 }
 
 }  // namespace ptx
