@@ -1,25 +1,47 @@
 """Shared fixtures. Every test draws fresh random data from a seed it prints (pytest shows it on failure);
-LATTE_TEST_SEED=N replays a run."""
+LATTE_TEST_SEED=N replays a run.
+
+NumPy and ml_dtypes are optional here: the NumPy tests (test_cpu_*.py) skip themselves without them, and the
+torch tests (test_torch.py, test_bench.py) must still run on a GPU machine that has torch but no ml_dtypes."""
 import os
+import random
 import sys
 
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-np = pytest.importorskip("numpy")
-ml_dtypes = pytest.importorskip("ml_dtypes")
+try:
+    import numpy as np
+except ImportError:
+    np = None
+try:
+    import ml_dtypes
+except ImportError:
+    ml_dtypes = None
+
+
+class _PyRng:
+    """The part of numpy.random.Generator the torch tests use (integers), when NumPy is missing."""
+
+    def __init__(self, seed):
+        self._r = random.Random(seed)
+
+    def integers(self, low, high=None):
+        if high is None:
+            low, high = 0, low
+        return self._r.randrange(int(low), int(high))
 
 
 @pytest.fixture
 def rng(request):
     seed = int(os.environ.get("LATTE_TEST_SEED") or int.from_bytes(os.urandom(4), "little"))
     print(f"{request.node.name}: seed {seed} (LATTE_TEST_SEED={seed} replays it)")
-    return np.random.default_rng(seed)
+    return np.random.default_rng(seed) if np is not None else _PyRng(seed)
 
 
-BF16 = ml_dtypes.bfloat16
-NP_DTYPES = {"bfloat16": BF16, "float16": np.float16, "float32": np.float32}
+BF16 = ml_dtypes.bfloat16 if ml_dtypes is not None else None
+NP_DTYPES = {"bfloat16": BF16, "float16": np.float16, "float32": np.float32} if np is not None and BF16 else {}
 
 
 def bits(a):
