@@ -13,9 +13,12 @@
 #   oracle     python3 scripts/oracle_check.py --out OUTDIR (skipped if missing) -> oracle.log (+ its own files)
 #   bench      build-gpu/bench/latte-bench --json OUTDIR/bench.json [--peers OUTDIR/oracle_anchors.json]
 #                                                                               -> bench.log, bench.json
-#   pytest     python3 -m pytest python/tests -q (skipped if missing)           -> tests.log
-#   sanitize   compute-sanitizer memcheck/racecheck/initcheck/synccheck over the GPU test programs with
-#              LATTE_TEST_QUICK=1 (skipped when GPU_CHECK_SANITIZE=0)           -> sanitizer.log, sanitizer.json
+#   pytest     python3 -m pytest python/tests -q -ra (skipped if missing), LATTE_ORACLE=.carry/oracle/mla_oracle.py
+#              when that file is there (the oracle test; its outcome is in the summary) -> tests.log
+#   pybench    python3 -m latte.bench --quick: latte and its PyTorch peers in one process, latte-bench's
+#              tables (~30-60 s; GPU_CHECK_PYBENCH_ARGS adds arguments)       -> appended to bench.log
+#   sanitize   scripts/gpu_sanitize.sh: memcheck/racecheck/initcheck/synccheck over every GPU test program
+#              (LATTE_TEST_QUICK=1) and the CUDA fuzzer (skipped when GPU_CHECK_SANITIZE=0) -> sanitizer.log, .json
 # The oracle and the bench run before the sanitizers (the slowest, least predictable step) so that the
 # figures always come back. Time budget: GPU_CHECK_BUDGET_S (default 500 s); a step that would start with
 # less than 20 s left is skipped, and every step's timeout is cut to what is left.
@@ -35,7 +38,7 @@ BUILD=${GPU_CHECK_BUILD:-build-gpu}
 case "$BUILD" in /*) ;; *) BUILD="$PWD/$BUILD" ;; esac
 ARCH=${GPU_CHECK_ARCH:-90a}
 JOBS=${GPU_CHECK_JOBS:-$(nproc 2>/dev/null || echo 16)}
-STEPS=${GPU_CHECK_STEPS:-info,build,cpu-test,gpu-test,oracle,bench,pytest,sanitize}
+STEPS=${GPU_CHECK_STEPS:-info,build,cpu-test,gpu-test,oracle,bench,pytest,pybench,sanitize}
 BUDGET=${GPU_CHECK_BUDGET_S:-500}
 PY=${PYTHON:-python3}
 T0=$(date +%s)
@@ -155,73 +158,90 @@ if run_step pytest; then
   elif ! "$PY" -c "import pytest" 2> /dev/null; then record pytest skip 0 "pytest not importable"
   elif [ "$BUILD_OK" != 1 ]; then record pytest skip 0 "no build"
   else
-    section "$OUT/tests.log" "pytest python/tests"
-    LATTE_LIBRARY="$BUILD/liblatte.so" PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
-      LATTE_ORACLE=${LATTE_ORACLE:-$PWD/.carry/oracle/mla_oracle.py} timeout "$(cap 180)" "$PY" -m pytest python/tests -q >> "$OUT/tests.log" 2>&1
+    # the oracle test (test_torch.py::test_gpu_mla_against_oracle) runs when LATTE_ORACLE names the oracle; a
+    # missing file is reported here (the run tool must carry .carry/oracle), not left to a bare skip
+    oracle=${LATTE_ORACLE:-$PWD/.carry/oracle/mla_oracle.py}
+    oracle_note=""
+    if [ ! -f "$oracle" ]; then oracle_note="no ${LATTE_ORACLE:-.carry/oracle/mla_oracle.py} (carry .carry/oracle)"; oracle=""; fi
+    section "$OUT/tests.log" "pytest python/tests (LATTE_ORACLE=${oracle:-unset: $oracle_note})"
+    rm -f "$TMP/pytest.xml"
+    LATTE_LIBRARY="$BUILD/liblatte.so" PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" LATTE_ORACLE="$oracle" \
+      timeout "$(cap 180)" "$PY" -m pytest python/tests -q -ra --junitxml="$TMP/pytest.xml" -o junit_logging=system-out \
+      >> "$OUT/tests.log" 2>&1
     rc=$?
     line=$(grep -E '(passed|failed|skipped|error)' "$OUT/tests.log" | tail -1 | cut -c1-90)
+    # the oracle test's outcome (and its printed misses), from the JUnit XML, into tests.log and the summary
+    otest=$("$PY" - "$TMP/pytest.xml" << 'PYEOF' 2> /dev/null
+import sys, xml.etree.ElementTree as ET
+try:
+    cases = [c for c in ET.parse(sys.argv[1]).iter("testcase") if c.get("name", "").startswith("test_gpu_mla_against_oracle")]
+except Exception as e:
+    print(f"no JUnit XML ({type(e).__name__})"); sys.exit()
+out, detail = {}, []
+for c in cases:
+    kind = next((k for k in ("failure", "error", "skipped") if c.find(k) is not None), "passed")
+    out[kind] = out.get(kind, 0) + 1
+    el = c.find(kind) if kind != "passed" else None
+    msg = (el.get("message") or "").strip().splitlines()[0][:120] if el is not None and el.get("message") else ""
+    so = c.find("system-out")
+    got = [l for l in (so.text or "").splitlines() if l.startswith("oracle:")] if so is not None else []
+    detail.append(f"  {c.get('name')}: {kind}{': ' + msg if msg else ''}{' | ' + got[-1] if got else ''}")
+print(", ".join(f"{v} {k}" for k, v in out.items()) if cases else "not collected")
+print("\n".join(detail))
+PYEOF
+)
+    { echo "oracle test (test_gpu_mla_against_oracle): $(echo "$otest" | head -1)${oracle_note:+ ($oracle_note)}"
+      echo "$otest" | tail -n +2; } >> "$OUT/tests.log"
+    onote="oracle test: $(echo "$otest" | head -1)${oracle_note:+, $oracle_note}"
     # pytest: 0 passed, 5 nothing collected
-    if [ $rc -eq 0 ] || [ $rc -eq 5 ]; then record pytest pass "$(took)" "$line"
-    else record pytest FAIL "$(took)" "rc $rc: $line"; fi
+    if [ $rc -eq 0 ] || [ $rc -eq 5 ]; then
+      case "$otest" in "2 passed"*) record pytest pass "$(took)" "$line; $onote" ;;
+                       *) record pytest WARN "$(took)" "$line; $onote" ;; esac
+    else record pytest FAIL "$(took)" "rc $rc: $line; $onote"; fi
+  fi
+fi
+
+# ---- pybench: python -m latte.bench ---------------------------------------------------------------
+if run_step pybench; then
+  if [ "$BUILD_OK" != 1 ]; then record pybench skip 0 "no build"
+  elif ! "$PY" -c "import torch" 2> /dev/null; then record pybench skip 0 "torch not importable"
+  else
+    t=$(cap 150)
+    # cases that would start after max_s are skipped (and say so); the margin covers one torch.compile
+    max_s=$(( t > 45 ? t - 25 : 20 ))
+    section "$OUT/bench.log" "pybench: python3 -m latte.bench --quick --max-seconds $max_s ${GPU_CHECK_PYBENCH_ARGS:-}(timeout ${t}s)"
+    LATTE_LIBRARY="$BUILD/liblatte.so" PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" \
+      timeout "$t" "$PY" -m latte.bench --quick --max-seconds "$max_s" ${GPU_CHECK_PYBENCH_ARGS:-} >> "$OUT/bench.log" 2>&1
+    rc=$?
+    pb=$(sed -n '/^==== pybench/,$p' "$OUT/bench.log")
+    secs=$(echo "$pb" | sed -n 's/^latte\.bench: \([0-9.]*\) s$/\1/p' | tail -1)
+    skipped=$(echo "$pb" | grep -m1 'case(s) skipped (time budget' | cut -c14-70)
+    if [ $rc -eq 0 ] && [ -z "$skipped" ]; then record pybench pass "$(took)" "table in bench.log (${secs:-?} s in python)"
+    elif [ $rc -eq 0 ]; then record pybench WARN "$(took)" "$skipped; table in bench.log"
+    elif [ $rc -eq 3 ]; then record pybench WARN "$(took)" "latte ok, a peer failed: $(echo "$pb" | grep -m1 'FAILED' | cut -c1-70)"
+    elif [ $rc -eq 124 ]; then record pybench FAIL "$(took)" "timed out after ${t}s (see bench.log)"
+    else
+      msg=$(echo "$pb" | grep -E 'FAILED|Error|error' | tail -1)
+      [ -n "$msg" ] || msg=$(echo "$pb" | tail -1)
+      record pybench FAIL "$(took)" "rc $rc: $(echo "$msg" | cut -c1-80)"
+    fi
   fi
 fi
 
 # ---- sanitizers -------------------------------------------------------------------------------
+# scripts/gpu_sanitize.sh: the four tools over every GPU test program (quick mode) and the CUDA fuzzer, NVIDIA's
+# library kernels excluded from racecheck/initcheck by name (see there). It needs most of a 10-minute call on its
+# own: run it as its own call (GPU_CHECK_STEPS without sanitize here), or it gets what is left of this budget.
 if run_step sanitize; then
-  SAN=$(command -v compute-sanitizer || ls "$(dirname "$(command -v nvcc)")"/compute-sanitizer 2> /dev/null ||
-        ls /usr/local/cuda/bin/compute-sanitizer 2> /dev/null)
-  progs=""
-  for f in "$BUILD"/tests/gpu_*; do
-    case "$(basename "$f")" in *.*) ;; *) [ -f "$f" ] && [ -x "$f" ] && progs="$progs $f" ;; esac
-  done
   if [ "${GPU_CHECK_SANITIZE:-1}" = 0 ]; then record sanitize skip 0 "GPU_CHECK_SANITIZE=0"
-  elif [ -z "$SAN" ]; then record sanitize skip 0 "compute-sanitizer not found"
-  elif [ -z "$progs" ]; then record sanitize skip 0 "no GPU test programs in $BUILD/tests"
+  elif [ "$BUILD_OK" != 1 ]; then record sanitize skip 0 "no build"
   else
-    # every (tool, program) pair in parallel, each under one timeout; OpenMP kept small (CPU references)
-    t=$(cap 240)
-    for tool in memcheck racecheck initcheck synccheck; do
-      for p in $progs; do echo "$tool $p"; done
-    done > "$TMP/san_jobs"
-    export SAN TMP
-    njobs=$(wc -l < "$TMP/san_jobs")
-    xargs -P "${GPU_CHECK_SAN_PARALLEL:-$njobs}" -L 1 sh -c '
-      tool=$0; prog=$1; log="$TMP/san_${tool}_$(basename "$prog").log"
-      extra=""; [ "$tool" = memcheck ] && extra="--leak-check full"
-      cd "$(dirname "$prog")" && LATTE_TEST_QUICK=1 LATTE_REQUIRE_GPU=1 OMP_NUM_THREADS=2 \
-        timeout '"$t"' "$SAN" --tool "$tool" $extra --print-limit 50 "$prog" > "$log" 2>&1
-      echo "rc=$?" >> "$log"' < "$TMP/san_jobs"
-    # sanitizer.log: every run's output; sanitizer.json: the ERROR SUMMARY count per tool and program
-    json="{"
-    bad=0
-    total=0
-    timeouts=0
-    for tool in memcheck racecheck initcheck synccheck; do
-      json="$json\"$tool\": {"
-      first=1
-      for p in $progs; do
-        name=$(basename "$p"); log="$TMP/san_${tool}_${name}.log"
-        section "$OUT/sanitizer.log" "$tool $name"
-        cat "$log" >> "$OUT/sanitizer.log" 2> /dev/null
-        rc=$(sed -n 's/^rc=//p' "$log" | tail -1)
-        errs=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | tail -1)
-        if [ -n "$errs" ]; then v=$errs; total=$((total + errs)); [ "$errs" -gt 0 ] && bad=1
-        elif [ "$rc" = 124 ]; then v='"timeout"'; timeouts=$((timeouts + 1))
-        else v="\"no summary (rc $rc)\""; bad=1; fi
-        # a test that fails under the sanitizer (rc != 0 with 0 errors) counts as a failure too
-        [ -n "$errs" ] && [ "$rc" != 0 ] && v="{\"errors\": $errs, \"rc\": $rc}" && bad=1
-        [ $first = 1 ] || json="$json, "
-        first=0
-        json="$json\"$name\": $v"
-      done
-      json="$json}, "
-    done
-    json="$json\"quick\": true, \"timeout_s\": $t}"
-    echo "$json" > "$OUT/sanitizer.json"
-    runs="4 tools x $(echo $progs | wc -w) programs"
-    if [ $bad = 0 ] && [ $timeouts = 0 ]; then record sanitize pass "$(took)" "0 errors ($runs)"
-    elif [ $bad = 0 ]; then record sanitize WARN "$(took)" "0 errors, but $timeouts run(s) timed out after ${t}s ($runs)"
-    else record sanitize FAIL "$(took)" "$total error(s) reported, or a run failed/timed out: see sanitizer.json"; fi
+    GPU_CHECK_BUILD="$BUILD" GPU_SANITIZE_BUDGET_S=$(cap 540) bash "$ROOT/scripts/gpu_sanitize.sh" "$OUT" > "$TMP/san.out" 2>&1
+    rc=$?
+    last=$(tail -1 "$TMP/san.out" | cut -c1-90)
+    if [ $rc -eq 0 ]; then record sanitize pass "$(took)" "$last"
+    elif [ $rc -eq 77 ]; then record sanitize skip "$(took)" "no GPU"
+    else record sanitize FAIL "$(took)" "rc $rc: $last (sanitizer.log)"; fi
   fi
 fi
 
@@ -232,13 +252,25 @@ fi
   nvidia-smi -L 2> /dev/null | head -1 | sed 's/ (UUID.*//'
   printf '%-9s %-5s %6s  %s\n' step result time note
   cat "$SUMMARY"
-  if [ -f "$OUT/bench.log" ]; then
+  if [ -f "$OUT/bench.log" ] && grep -q '^==== latte-bench' "$OUT/bench.log"; then
     echo
-    echo "---- bench (tail of bench.log) ----"
+    echo "---- bench (latte-bench's table, bench.log) ----"
     if grep -q '^==== latte-bench:' "$OUT/bench.log"; then
-      sed -n '/^==== latte-bench:/,$p' "$OUT/bench.log" | tail -40
+      awk '/^==== latte-bench:/ { p = 1 } /^==== pybench/ { p = 0 } p' "$OUT/bench.log" | tail -40
     else
-      tail -8 "$OUT/bench.log"
+      awk '/^==== pybench/ { exit } { print }' "$OUT/bench.log" | tail -8
+    fi
+  fi
+  if [ -f "$OUT/bench.log" ]; then
+    # python -m latte.bench's table (the same cases, PyTorch peers timed in the same process), last
+    if grep -q '^==== pybench' "$OUT/bench.log"; then
+      echo
+      echo "---- pybench (python -m latte.bench's table, bench.log) ----"
+      if grep -q '^==== latte\.bench' "$OUT/bench.log"; then
+        sed -n '/^==== latte\.bench/,$p' "$OUT/bench.log" | grep -v '^latte\.bench: wrote' | tail -34
+      else
+        sed -n '/^==== pybench/,$p' "$OUT/bench.log" | tail -8
+      fi
     fi
   fi
   echo

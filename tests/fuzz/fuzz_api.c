@@ -17,8 +17,8 @@
  *
  * Builds (tests/fuzz/build.sh):
  *   libFuzzer:    clang -fsanitize=fuzzer,address,undefined          (LLVMFuzzerTestOneInput)
- *   standalone:   -DFUZZ_STANDALONE: main() feeds seeded random inputs for N seconds, or replays files
- *                 (gcc + ASan where libFuzzer is missing)
+ *   standalone:   -DFUZZ_STANDALONE: main() feeds seeded random inputs for -seconds=S (and at most -runs=N
+ *                 inputs), or replays files (gcc + ASan where libFuzzer is missing)
  *   CUDA backend: -DFUZZ_CUDA -DFUZZ_STANDALONE: the same generator over cudaMalloc'd buffers, linked
  *                 against liblatte.a + cudart; run it under compute-sanitizer on a GPU machine.
  */
@@ -817,15 +817,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 #include <sanitizer/common_interface_defs.h>
 #define FUZZ_HAVE_DEATH_CALLBACK 1
 #endif
+#ifdef FUZZ_CUDA
+/* An input costs milliseconds on the GPU, far more under compute-sanitizer: the clock is read after every one,
+ * and a progress line every FUZZ_PROGRESS_S gives the count even when an outer timeout ends the run. */
+#define FUZZ_CLOCK_MASK 0
+#define FUZZ_PROGRESS_S 15.0
+#else
+#define FUZZ_CLOCK_MASK 63 /* host inputs take microseconds: read the clock every 64 */
+#define FUZZ_PROGRESS_S 0.0
+#endif
+static double fuzz_elapsed(const struct timespec *t0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
+}
 int main(int argc, char **argv) {
 #ifdef FUZZ_HAVE_DEATH_CALLBACK
     __sanitizer_set_death_callback(fuzz_dump_input); /* a sanitizer report also saves the input */
 #endif
     double seconds = 10;
+    long long max_runs = 0; /* -runs=N: stop after N inputs (0: only the time bounds the run) */
     uint64_t seed = (uint64_t)time(NULL);
     int n_files = 0;
     for (int i = 1; i < argc; i++) {
         if (!strncmp(argv[i], "-seconds=", 9)) seconds = atof(argv[i] + 9);
+        else if (!strncmp(argv[i], "-runs=", 6)) max_runs = atoll(argv[i] + 6);
         else if (!strncmp(argv[i], "-seed=", 6)) seed = strtoull(argv[i] + 6, NULL, 0);
         else { /* a crash input to replay */
             FILE *f = fopen(argv[i], "rb");
@@ -841,12 +857,15 @@ int main(int argc, char **argv) {
 #ifdef FUZZ_CUDA
     if (latte_cuda_device_count() < 1) { printf("fuzz_api: no CUDA device, nothing to do\n"); return 77; }
 #endif
-    printf("fuzz_api: seed %llu, %.0f s (-seed=%llu reproduces)\n", (unsigned long long)seed, seconds,
-           (unsigned long long)seed);
+    printf("fuzz_api: seed %llu, %.0f s", (unsigned long long)seed, seconds);
+    if (max_runs > 0) printf(" or %lld inputs", max_runs);
+    printf(" (-seed=%llu reproduces)\n", (unsigned long long)seed);
+    fflush(stdout);
     uint64_t s = seed;
-    struct timespec t0, t;
+    struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     long long execs = 0;
+    double next_progress = FUZZ_PROGRESS_S, el = 0.0;
     uint8_t in[512];
     for (;;) {
         size_t n = 0;
@@ -862,12 +881,18 @@ int main(int argc, char **argv) {
         }
         LLVMFuzzerTestOneInput(in, n);
         execs++;
-        if ((execs & 63) == 0) {
-            clock_gettime(CLOCK_MONOTONIC, &t);
-            if ((double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) >= seconds) break;
+        if (max_runs > 0 && execs >= max_runs) break;
+        if ((execs & FUZZ_CLOCK_MASK) == 0) {
+            el = fuzz_elapsed(&t0);
+            if (el >= seconds) break;
+            if (FUZZ_PROGRESS_S > 0.0 && el >= next_progress) {
+                printf("fuzz_api: %lld executions, %.0f s\n", execs, el);
+                fflush(stdout);
+                next_progress += FUZZ_PROGRESS_S;
+            }
         }
     }
-    printf("fuzz_api: %lld executions, no findings\n", execs);
+    printf("fuzz_api: %lld executions in %.1f s, no findings\n", execs, fuzz_elapsed(&t0));
     return 0;
 }
 #endif
