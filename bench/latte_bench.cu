@@ -18,6 +18,8 @@
  * labelled as such.
  *
  *   latte-bench [--json PATH] [--peers PATH] [--only mla|qknorm|ceilings] [--quick]
+ *   latte-bench --qknorm-probe [--json PATH] [--quick]: where QK norm's time goes against a copy (a ladder of
+ *   probe kernels and the library's variants, LATTE_BENCH_PROBE_VARIANTS; see bench_qknorm_probe), ~15-25 s
  *   LATTE_BENCH_QKNORM_VARIANTS=1,2,3 latte-bench ...: the QK-norm table also per kernel variant
  *   (LATTE_QKNORM_VARIANT, src/cuda/qknorm.cu), each measured in a child process.
  * Exit: 0 ok, 1 a latte call or CUDA failed, 2 no CUDA device or bad usage.
@@ -611,6 +613,739 @@ static void bench_qknorm_variants(bool quick) {
 }
 
 /* ---------------------------------------------------------------------------------------------- */
+/* QK-norm probe (--qknorm-probe): where the register path's fixed ~5 us over a copy goes            */
+/* ---------------------------------------------------------------------------------------------- */
+/* bf16, q and k both [N, D] (contiguous, k after q), the qknorm table's setting: graphs of back-to-back
+ * calls, buffer sets rotated so that a graph round touches > 3x L2. A ladder in which each step adds one
+ * feature of the real kernel to a copy (docs/NOTES.md, "QK RMSNorm v2 probe"):
+ *   a   cudaMemcpyAsync D2D in -> out; a' the qknorm table's in-place reference (dst = the next call's input,
+ *       which the next call then reads partly from L2)
+ *   b   copy kernels: one pass (256 threads x 4 vectors per CTA), grid-stride over one wave, with cache hints,
+ *       with programmatic dependent launch (PDL), with PDL + an L2 prefetch before the dependency wait
+ *   c   one CTA per row, the row in registers, variant 0's block shape, stored back unchanged
+ *   d   c + __syncthreads between the loads and the stores
+ *   e   d + the block reduction and x * rsqrt(mean x^2 + eps)
+ *   e2  e + the weights, loaded after the reduction (the real kernel's structure)
+ *   e3+ the fix candidates on this kernel (weights prefetched early, q/k rows interleaved, hints, PDL)
+ *   f   latte_qknorm_across_heads in this process; g the same under LATTE_QKNORM_VARIANT=v, each v in a child
+ *       process (LATTE_BENCH_PROBE_VARIANTS, default 0,1,6,7,8; the library reads the variant once)
+ *   z   an empty kernel on the row grid (launch + CTA dispatch of back-to-back graph nodes), with PDL
+ * and a check whether a D2D cudaMemcpyAsync (in a stream and as a graph node) runs on a copy engine or
+ * needs the SMs: it is issued while a kernel holds every SM. */
+namespace qkprobe {
+
+enum : unsigned {
+    kSync = 1u,          // __syncthreads between the row's loads and its stores
+    kReduce = 2u,        // block sum of squares, y = x * rsqrt(mean + eps)
+    kWeights = 4u,       // ... * w, the weights loaded after the reduction (__ldg)
+    kWeightsEarly = 8u,  // the weight lines prefetched (L2 evict_last + L1) with the row loads, loaded L1 evict_last
+    kInterleave = 16u,   // q and k rows alternate in CTA order
+    kStream = 32u,       // rows: ld.global.L1::no_allocate, st.global.cs
+    kEvictFirst = 64u,   // rows: loads and stores with an L2 evict_first policy
+    kPdl = 128u,         // griddepcontrol.launch_dependents + wait at the start (launched with the PDL attribute)
+    kPrefetch = 256u,    // with kPdl: the CTA's first 16 KB / row bulk-prefetched into L2 before the wait
+    kPadRegs = 512u,     // 16 registers held live for nothing: the copy steps at the real kernel's CTAs per SM
+};
+
+struct Rows {
+    const uint4 *in;
+    uint4 *out;
+    const uint4 *wq, *wk;
+    int64_t n;       // tokens: rows [0, n) are q, [n, 2n) k
+    int n_vec;       // 16-byte vectors per row
+    int width;       // elements per row
+    uint32_t xor_mask;  // 0 at run time: keeps an in-place "store what was loaded" from being optimized away
+};
+
+template <unsigned F>
+__device__ __forceinline__ uint4 ld16(const uint4 *p, uint64_t pol) {
+    uint4 u;
+    if constexpr ((F & kEvictFirst) != 0)
+        asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
+                     : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p), "l"(pol));
+    else if constexpr ((F & kStream) != 0)
+        asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w) : "l"(p));
+    else
+        u = *p;
+    return u;
+}
+template <unsigned F>
+__device__ __forceinline__ void st16(uint4 *p, const uint4 &u, uint64_t pol) {
+    if constexpr ((F & kEvictFirst) != 0)
+        asm volatile("st.global.L2::cache_hint.v4.u32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(p), "r"(u.x), "r"(u.y),
+                     "r"(u.z), "r"(u.w), "l"(pol) : "memory");
+    else if constexpr ((F & kStream) != 0)
+        asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "r"(u.x), "r"(u.y), "r"(u.z), "r"(u.w)
+                     : "memory");
+    else
+        *p = u;
+}
+template <unsigned F>
+__device__ __forceinline__ uint64_t policy() {
+    uint64_t p = 0;
+    if constexpr ((F & kEvictFirst) != 0) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+    return p;
+}
+// PDL: let the next grid launch, prefetch (optionally) and wait for the previous grid (sm_90; no-ops when the
+// launch carried no PDL attribute).
+template <unsigned F>
+__device__ __forceinline__ void pdl_start(const void *prefetch, unsigned bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr ((F & kPdl) != 0) {
+        if constexpr ((F & kPrefetch) != 0)
+            if (threadIdx.x == 0 && prefetch && bytes)
+                asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(prefetch), "r"(bytes) : "memory");
+        asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+        asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    }
+#endif
+}
+
+__device__ __forceinline__ float bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+__device__ __forceinline__ uint32_t bf16_pack(float lo, float hi) {
+    return (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(lo)) |
+           ((uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(hi)) << 16);
+}
+
+// One CTA per row (grid = rows), thread t holds vectors t, t + T, ... (T = blockDim.x), as variant 0.
+template <int VPT, unsigned F>
+__global__ void __launch_bounds__(512) rows_kernel(const Rows a) {
+    __shared__ float red[32];
+    const int64_t rows = 2 * a.n;
+    const int n_vec = a.n_vec;
+    auto row_index = [&](int64_t row, bool &is_k) {
+        if constexpr ((F & kInterleave) != 0) {
+            is_k = (row & 1) != 0;
+            return (row >> 1) + (is_k ? a.n : 0);
+        } else {
+            is_k = row >= a.n;
+            return row;
+        }
+    };
+    {
+        bool k0;
+        const int64_t r0 = row_index(blockIdx.x < rows ? blockIdx.x : 0, k0);
+        pdl_start<F>(a.in + r0 * n_vec, (unsigned)n_vec * 16u);
+    }
+    const uint64_t pol = policy<F>();
+    uint32_t pad[16];
+    if constexpr ((F & kPadRegs) != 0) {
+#pragma unroll
+        for (int k = 0; k < 16; k++) pad[k] = reinterpret_cast<const volatile uint32_t *>(a.wq)[k];  // not movable past the stores
+    }
+    for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+        bool is_k;
+        const int64_t r = row_index(row, is_k);
+        const uint4 *x = a.in + r * n_vec;
+        uint4 *y = a.out + r * n_vec;
+        const uint4 *w = is_k ? a.wk : a.wq;
+        uint4 v[VPT];
+#pragma unroll
+        for (int i = 0; i < VPT; i++) {
+            const int c = i * (int)blockDim.x + (int)threadIdx.x;
+            v[i] = c < n_vec ? ld16<F>(x + c, pol) : make_uint4(0, 0, 0, 0);
+        }
+        if constexpr ((F & kWeightsEarly) != 0) {
+#pragma unroll
+            for (int i = 0; i < VPT; i++) {
+                const int c = i * (int)blockDim.x + (int)threadIdx.x;
+                if (c < n_vec) {
+                    asm volatile("prefetch.global.L2::evict_last [%0];\n" ::"l"(w + c));
+                    asm volatile("prefetch.global.L1 [%0];\n" ::"l"(w + c));
+                }
+            }
+        }
+        if constexpr ((F & kSync) != 0) __syncthreads();
+        float sc = 1.0f;
+        if constexpr ((F & kReduce) != 0) {
+            float s = 0.0f;
+#pragma unroll
+            for (int i = 0; i < VPT; i++) {
+                const uint32_t u[4] = {v[i].x, v[i].y, v[i].z, v[i].w};
+#pragma unroll
+                for (int j = 0; j < 4; j++) s += bf16_lo(u[j]) * bf16_lo(u[j]) + bf16_hi(u[j]) * bf16_hi(u[j]);
+            }
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+            const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+            if (lane == 0) red[warp] = s;
+            __syncthreads();
+            float t = lane < (int)(blockDim.x >> 5) ? red[lane] : 0.0f;
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+            __syncthreads();
+            sc = rsqrtf(t / (float)a.width + 1e-6f);
+        }
+#pragma unroll
+        for (int i = 0; i < VPT; i++) {
+            const int c = i * (int)blockDim.x + (int)threadIdx.x;
+            if (c < n_vec) {
+                uint4 o;
+                if constexpr ((F & kReduce) != 0) {
+                    uint32_t u[4] = {v[i].x, v[i].y, v[i].z, v[i].w};
+                    uint32_t wu[4] = {0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u};  // 1.0
+                    if constexpr ((F & kWeights) != 0) {
+                        uint4 ww;
+                        if constexpr ((F & kWeightsEarly) != 0)
+                            asm("ld.global.nc.L1::evict_last.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                                : "=r"(ww.x), "=r"(ww.y), "=r"(ww.z), "=r"(ww.w) : "l"(w + c));
+                        else
+                            ww = __ldg(w + c);
+                        wu[0] = ww.x; wu[1] = ww.y; wu[2] = ww.z; wu[3] = ww.w;
+                    }
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+                        u[j] = bf16_pack(bf16_lo(u[j]) * sc * bf16_lo(wu[j]), bf16_hi(u[j]) * sc * bf16_hi(wu[j]));
+                    o = make_uint4(u[0], u[1], u[2], u[3]);
+                } else {
+                    o = make_uint4(v[i].x ^ a.xor_mask, v[i].y ^ a.xor_mask, v[i].z ^ a.xor_mask, v[i].w ^ a.xor_mask);
+                }
+                st16<F>(y + c, o, pol);
+            }
+        }
+    }
+    if constexpr ((F & kPadRegs) != 0) {
+        uint32_t x = 0;
+#pragma unroll
+        for (int k = 0; k < 16; k++) x ^= pad[k];
+        if (a.xor_mask == 1u && x == 0x9e3779b9u) a.out[0] = make_uint4(x, x, x, x);  // never (xor_mask is 0)
+    }
+}
+
+// Copy of n16 vectors: CTA b takes vectors [1024 b, 1024 (b + 1)) (+ 1024 * gridDim.x ... when the grid is
+// smaller: grid-stride), 4 loads in flight per thread before the 4 stores.
+template <unsigned F>
+__global__ void __launch_bounds__(256) copy_kernel(const uint4 *in, uint4 *out, int64_t n16, uint32_t xor_mask) {
+    {
+        const int64_t b0 = (int64_t)blockIdx.x * 1024;
+        const int64_t left = n16 - b0;
+        pdl_start<F>(in + b0, left <= 0 ? 0u : (unsigned)(left < 1024 ? left : 1024) * 16u);
+    }
+    const uint64_t pol = policy<F>();
+    for (int64_t base = (int64_t)blockIdx.x * 1024; base < n16; base += (int64_t)gridDim.x * 1024) {
+        uint4 v[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int64_t k = base + i * 256 + threadIdx.x;
+            v[i] = k < n16 ? ld16<F>(in + k, pol) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int64_t k = base + i * 256 + threadIdx.x;
+            if (k < n16)
+                st16<F>(out + k, make_uint4(v[i].x ^ xor_mask, v[i].y ^ xor_mask, v[i].z ^ xor_mask, v[i].w ^ xor_mask),
+                        pol);
+        }
+    }
+}
+
+template <unsigned F>
+__global__ void empty_kernel() {
+    pdl_start<F>(nullptr, 0);
+}
+
+// Holds every SM (2 CTAs of 1024 threads each: no thread slot left) for spin_ns; CTA 0's thread 0 says it
+// has started (mapped host memory) and watches *watch for `marker`, recording when it appeared.
+__global__ void __launch_bounds__(1024, 2) spin_kernel(const volatile uint32_t *watch, uint32_t marker, long long spin_ns,
+                                                        volatile int *started, long long *seen_ns) {
+    long long t0, t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    const bool watcher = blockIdx.x == 0 && threadIdx.x == 0;
+    if (watcher) {
+        *started = 1;
+        __threadfence_system();
+    }
+    long long seen = -1;
+    do {
+        if (watcher && seen < 0 && *watch == marker) {
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+            seen = t - t0;
+        }
+        if (!watcher) __nanosleep(1000);
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (t - t0 < spin_ns);
+    if (watcher) *seen_ns = seen;
+}
+
+template <typename... KArgs, typename... Args>
+static cudaError_t launch(bool pdl, unsigned grid, unsigned threads, cudaStream_t s, void (*kernel)(KArgs...),
+                          Args &&...args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = s;
+    cudaLaunchAttribute attr[1];
+    if (pdl) {
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+    }
+    return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+// Resident CTAs per SM of rows_kernel<vpt, F> at `threads`.
+template <unsigned F>
+static int rows_occupancy(int vpt, int threads) {
+    int k = 0;
+    const cudaError_t e = vpt == 1   ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k, rows_kernel<1, F>, threads, 0)
+                          : vpt == 2 ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k, rows_kernel<2, F>, threads, 0)
+                                     : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&k, rows_kernel<4, F>, threads, 0);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return k;
+}
+
+template <unsigned F>
+static cudaError_t launch_rows(int vpt, const Rows &a, cudaStream_t s) {
+    const unsigned grid = (unsigned)(2 * a.n), threads = (unsigned)(((a.n_vec + vpt - 1) / vpt + 31) / 32 * 32);
+    const bool pdl = (F & kPdl) != 0;
+    switch (vpt) {
+    case 1: return launch(pdl, grid, threads, s, rows_kernel<1, F>, a);
+    case 2: return launch(pdl, grid, threads, s, rows_kernel<2, F>, a);
+    case 4: return launch(pdl, grid, threads, s, rows_kernel<4, F>, a);
+    default: return cudaErrorInvalidValue;
+    }
+}
+
+/* ---- host side ---- */
+struct Bufs {
+    std::vector<void *> in, out;  // max(sets_ip, sets_oop) inputs, sets_oop outputs
+    void *wq = nullptr, *wk = nullptr;
+    int sets_ip = 0, sets_oop = 0, calls_ip = 0, calls_oop = 0;
+};
+
+// As the qknorm table: enough buffer sets that a graph round touches > 3x L2, >= 8 calls per graph.
+static void sets_for(size_t touched, size_t l2, int *sets, int *calls) {
+    int n = (int)std::max<size_t>(2, (3 * l2 + touched - 1) / touched);
+    n = std::min(n, 512);
+    *sets = n;
+    *calls = n * ((8 + n - 1) / n);
+}
+
+static Bufs alloc_bufs(int64_t n, int64_t d, size_t l2, cudaStream_t s) {
+    Bufs b;
+    const size_t elems = (size_t)(n * 2 * d), bytes = elems * 2;
+    sets_for(bytes, l2, &b.sets_ip, &b.calls_ip);
+    sets_for(2 * bytes, l2, &b.sets_oop, &b.calls_oop);
+    const int n_in = std::max(b.sets_ip, b.sets_oop);
+    for (int i = 0; i < n_in; i++) {
+        b.in.push_back(dev_alloc(bytes));
+        fill_normal(b.in.back(), LATTE_DTYPE_BF16, elems, 100 + i, 1.0f, 0.0f, s);
+    }
+    for (int i = 0; i < b.sets_oop; i++) {
+        b.out.push_back(dev_alloc(bytes));
+        fill_normal(b.out.back(), LATTE_DTYPE_BF16, elems, 900 + i, 1.0f, 0.0f, s);
+    }
+    b.wq = dev_alloc((size_t)d * 2);
+    b.wk = dev_alloc((size_t)d * 2);
+    fill_normal(b.wq, LATTE_DTYPE_BF16, (size_t)d, 7, 0.1f, 1.0f, s);
+    fill_normal(b.wk, LATTE_DTYPE_BF16, (size_t)d, 8, 0.1f, 1.0f, s);
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    return b;
+}
+
+static void free_bufs(Bufs &b) {
+    for (void *p : b.in) CUDA_CHECK(cudaFree(p));
+    for (void *p : b.out) CUDA_CHECK(cudaFree(p));
+    CUDA_CHECK(cudaFree(b.wq));
+    CUDA_CHECK(cudaFree(b.wk));
+    b = Bufs();
+}
+
+using Op = std::function<cudaError_t(int call, void *in, void *out)>;
+
+// Median us per call of `op` over the graph of back-to-back calls; in place: out = in. NaN on failure.
+static double time_op(cudaStream_t s, const Bufs &b, bool ip, int reps, const Op &op) {
+    const int sets = ip ? b.sets_ip : b.sets_oop, calls = ip ? b.calls_ip : b.calls_oop;
+    Timing t = time_calls(s, calls, reps, [&](int i) {
+        void *in = b.in[i % sets], *out = ip ? in : b.out[i % sets];
+        const cudaError_t e = op(i, in, out);
+        if (e != cudaSuccess) {
+            fprintf(stderr, "latte-bench: probe: %s\n", cudaGetErrorString(e));
+            (void)cudaGetLastError();
+            return LATTE_STATUS_CUDA_ERROR;
+        }
+        return LATTE_STATUS_SUCCESS;
+    });
+    if (t.status != LATTE_STATUS_SUCCESS) {
+        (void)cudaStreamSynchronize(s);
+        (void)cudaGetLastError();
+        return NAN;
+    }
+    if (!t.graph) fprintf(stderr, "latte-bench: probe: a step was timed eagerly (graph capture failed)\n");
+    return t.us;
+}
+
+static latte_qknorm_params real_params(int64_t n, int64_t d, const Bufs &b, void *in, void *out) {
+    char *base = (char *)in, *obase = (char *)out;
+    latte_qknorm_params p = latte_qknorm_params_default(n, base, d, base + (size_t)(n * d) * 2, d, b.wq, b.wk,
+                                                        LATTE_DTYPE_BF16);
+    p.q_out = obase;
+    p.q_out_row_stride = d;
+    p.k_out = obase + (size_t)(n * d) * 2;
+    p.k_out_row_stride = d;
+    return p;
+}
+
+static double time_real(cudaStream_t s, int64_t n, int64_t d, const Bufs &b, bool ip, int reps) {
+    return time_op(s, b, ip, reps, [&](int, void *in, void *out) {
+        latte_qknorm_params p = real_params(n, d, b, in, out);
+        const latte_status st = latte_qknorm_across_heads(&p, LATTE_BACKEND_CUDA, s);
+        if (st != LATTE_STATUS_SUCCESS) {
+            fprintf(stderr, "latte-bench: probe: latte_qknorm_across_heads: %s (%s)\n", latte_status_string(st),
+                    latte_last_error());
+            return cudaErrorUnknown;
+        }
+        return cudaSuccess;
+    });
+}
+
+struct Row {
+    std::string id, label;
+    double ip = NAN, oop = NAN;
+    bool bandwidth = true;  // false: launch-only rows (no bytes)
+};
+struct Shape {
+    int64_t n, d;
+    bool ladder;
+    std::vector<Row> rows;
+    double memcpy_us = NAN;
+};
+
+static const int64_t kShapes[4][2] = {{256, 1024}, {1024, 4096}, {2048, 8192}, {8192, 8192}};
+
+// Does a D2D memcpy finish while a kernel holds every SM? graph: the memcpy as the only node of a graph.
+static std::string memcpy_engine_check(cudaStream_t s, bool graph) {
+    const size_t bytes = (size_t)64 << 20;
+    void *src = dev_alloc(bytes), *dst = dev_alloc(bytes);
+    CUDA_CHECK(cudaMemsetAsync(src, 0x5a, bytes, s));
+    CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, s));
+    long long *seen = (long long *)dev_alloc(sizeof(long long));
+    int *started = nullptr;
+    CUDA_CHECK(cudaHostAlloc((void **)&started, sizeof(int), cudaHostAllocMapped));
+    *started = 0;
+    int *started_dev = nullptr;
+    CUDA_CHECK(cudaHostGetDevicePointer((void **)&started_dev, started, 0));
+    cudaStream_t s2;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    cudaGraphExec_t exec = nullptr;
+    if (graph) {
+        cudaGraph_t g = nullptr;
+        CUDA_CHECK(cudaStreamBeginCapture(s2, cudaStreamCaptureModeGlobal));
+        CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s2));
+        CUDA_CHECK(cudaStreamEndCapture(s2, &g));
+        CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+        cudaGraphDestroy(g);
+    }
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    int dev = 0, sms = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const long long spin_ns = 3000000;
+    spin_kernel<<<2 * sms, 1024, 0, s>>>((const volatile uint32_t *)((char *)dst + bytes - 4), 0x5a5a5a5au, spin_ns,
+                                         started_dev, seen);
+    CUDA_CHECK(cudaGetLastError());
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!*(volatile int *)started &&
+           std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(500)) {
+    }
+    const bool spinning = *(volatile int *)started != 0;
+    usleep(50);  // the other CTAs of the spin kernel are dispatched with the first
+    if (graph) CUDA_CHECK(cudaGraphLaunch(exec, s2));
+    else CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s2));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    CUDA_CHECK(cudaStreamSynchronize(s2));
+    long long seen_ns = -1;
+    CUDA_CHECK(cudaMemcpy(&seen_ns, seen, sizeof seen_ns, cudaMemcpyDeviceToHost));
+    char b[256];
+    if (!spinning)
+        snprintf(b, sizeof b, "unknown (the spin kernel did not start within 0.5 s)");
+    else if (seen_ns >= 0)
+        snprintf(b, sizeof b, "copy engine: a 64 MB copy landed %.0f us into a %.0f us kernel holding every SM",
+                 seen_ns / 1e3, spin_ns / 1e3);
+    else
+        snprintf(b, sizeof b, "SMs (a kernel): a 64 MB copy did not land during a %.0f us kernel holding every SM",
+                 spin_ns / 1e3);
+    if (exec) cudaGraphExecDestroy(exec);
+    cudaStreamDestroy(s2);
+    CUDA_CHECK(cudaFreeHost(started));
+    for (void *p : {src, dst, (void *)seen}) CUDA_CHECK(cudaFree(p));
+    return b;
+}
+
+// The ladder (a .. e7, z) for one shape; pushes rows.
+static void ladder(cudaStream_t s, const Device &dev, Shape &sh, const Bufs &b, int reps) {
+    const int64_t n = sh.n, d = sh.d, n_vec = d / 8, rows = 2 * n, n16 = rows * n_vec;
+    const int vpt = n_vec <= 128 ? 1 : n_vec <= 512 ? 2 : 4;  // variant 0's tiers (rows up to 2048 vectors)
+    const unsigned row_threads = (unsigned)(((n_vec + vpt - 1) / vpt + 31) / 32 * 32);
+    auto rows_args = [&](void *in, void *out) {
+        Rows a;
+        a.in = (const uint4 *)in;
+        a.out = (uint4 *)out;
+        a.wq = (const uint4 *)b.wq;
+        a.wk = (const uint4 *)b.wk;
+        a.n = n;
+        a.n_vec = (int)n_vec;
+        a.width = (int)d;
+        a.xor_mask = 0;
+        return a;
+    };
+    auto add = [&](const char *id, const char *label, const Op &op, bool ip, bool oop, bool bw = true) {
+        Row r;
+        r.id = id;
+        r.label = label;
+        r.bandwidth = bw;
+        if (ip) r.ip = time_op(s, b, true, reps, op);
+        if (oop) r.oop = time_op(s, b, false, reps, op);
+        sh.rows.push_back(r);
+        fflush(stdout);
+    };
+    const size_t bytes = (size_t)(n16 * 16);
+    const unsigned copy_grid = (unsigned)((n16 + 1023) / 1024);
+    int per_sm = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, copy_kernel<0>, 256, 0));
+    const unsigned wave = (unsigned)std::max(1, per_sm * dev.sm_count);
+
+    add("a", "cudaMemcpyAsync D2D, in -> out (a graph memcpy node)",
+        [&](int, void *in, void *out) { return cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, s); }, false,
+        true);
+    sh.memcpy_us = sh.rows.back().oop;
+    add("a'", "memcpy, the qknorm table's in-place reference (dst = next input)",
+        [&](int i, void *in, void *) {
+            return cudaMemcpyAsync(b.in[(i + 1) % b.sets_ip], in, bytes, cudaMemcpyDeviceToDevice, s);
+        },
+        true, false);
+    char lb[128];
+    snprintf(lb, sizeof lb, "copy kernel, one pass: %u CTAs x 256 thr x 4 x 16 B", copy_grid);
+    add("b", lb, [&](int, void *in, void *out) {
+        return launch(false, copy_grid, 256, s, copy_kernel<0>, (const uint4 *)in, (uint4 *)out, (int64_t)n16, 0u);
+    }, true, true);
+    snprintf(lb, sizeof lb, "copy kernel, grid-stride over one wave (%u CTAs)", wave);
+    add("b2", lb, [&](int, void *in, void *out) {
+        return launch(false, std::min(wave, copy_grid), 256, s, copy_kernel<0>, (const uint4 *)in, (uint4 *)out,
+                      (int64_t)n16, 0u);
+    }, true, true);
+    add("b3", "b + ld.global.L1::no_allocate, st.global.cs", [&](int, void *in, void *out) {
+        return launch(false, copy_grid, 256, s, copy_kernel<kStream>, (const uint4 *)in, (uint4 *)out, (int64_t)n16, 0u);
+    }, true, true);
+    add("b4", "b + L2 evict_first policy on loads and stores", [&](int, void *in, void *out) {
+        return launch(false, copy_grid, 256, s, copy_kernel<kEvictFirst>, (const uint4 *)in, (uint4 *)out,
+                      (int64_t)n16, 0u);
+    }, true, true);
+    add("b5", "b + PDL (griddepcontrol wait at the start)", [&](int, void *in, void *out) {
+        return launch(true, copy_grid, 256, s, copy_kernel<kPdl>, (const uint4 *)in, (uint4 *)out, (int64_t)n16, 0u);
+    }, true, true);
+    add("b6", "b5 + the CTA's 16 KB prefetched into L2 before the wait", [&](int, void *in, void *out) {
+        return launch(true, copy_grid, 256, s, copy_kernel<kPdl | kPrefetch>, (const uint4 *)in, (uint4 *)out,
+                      (int64_t)n16, 0u);
+    }, true, true);
+    // the row steps: one CTA per row; the label carries the resident CTAs per SM (registers decide it)
+    auto row_step = [&](const char *id, const char *what, int occ, cudaError_t (*fn)(int, const Rows &, cudaStream_t)) {
+        char l[160];
+        snprintf(l, sizeof l, "%s [%d CTA/SM]", what, occ);
+        add(id, l, [&, fn](int, void *in, void *out) { return fn(vpt, rows_args(in, out), s); }, true, true);
+    };
+    constexpr unsigned E2 = kSync | kReduce | kWeights, E4 = E2 | kWeightsEarly | kInterleave;
+    snprintf(lb, sizeof lb, "row copy: %lld CTAs x %u thr x %d vec, row in registers", (long long)rows, row_threads, vpt);
+    row_step("c", lb, rows_occupancy<0>(vpt, (int)row_threads), launch_rows<0>);
+    row_step("c'", "c, 16 idle registers (e2's CTAs per SM)", rows_occupancy<kPadRegs>(vpt, (int)row_threads),
+             launch_rows<kPadRegs>);
+    row_step("d", "c + __syncthreads between loads and stores", rows_occupancy<kSync>(vpt, (int)row_threads),
+             launch_rows<kSync>);
+    row_step("d'", "d, 16 idle registers (e2's CTAs per SM)", rows_occupancy<kSync | kPadRegs>(vpt, (int)row_threads),
+             launch_rows<kSync | kPadRegs>);
+    row_step("e", "d + block reduction, x * rsqrt(mean x^2 + eps)", rows_occupancy<kSync | kReduce>(vpt, (int)row_threads),
+             launch_rows<kSync | kReduce>);
+    row_step("e2", "e + weights after the reduction (v0's structure)", rows_occupancy<E2>(vpt, (int)row_threads),
+             launch_rows<E2>);
+    row_step("e3", "e2, weights prefetched with the row loads (L2+L1)",
+             rows_occupancy<E2 | kWeightsEarly>(vpt, (int)row_threads), launch_rows<E2 | kWeightsEarly>);
+    row_step("e4", "e3 + q/k rows interleaved (~ variant 6)", rows_occupancy<E4>(vpt, (int)row_threads), launch_rows<E4>);
+    row_step("e5", "e4 + ld.global.L1::no_allocate, st.global.cs", rows_occupancy<E4 | kStream>(vpt, (int)row_threads),
+             launch_rows<E4 | kStream>);
+    row_step("e6", "e4 + L2 evict_first policy on the rows", rows_occupancy<E4 | kEvictFirst>(vpt, (int)row_threads),
+             launch_rows<E4 | kEvictFirst>);
+    row_step("e7", "e4 + PDL (~ variant 7)", rows_occupancy<E4 | kPdl>(vpt, (int)row_threads), launch_rows<E4 | kPdl>);
+    row_step("e8", "e7 + row prefetched to L2 before the wait (~ variant 8)",
+             rows_occupancy<E4 | kPdl | kPrefetch>(vpt, (int)row_threads), launch_rows<E4 | kPdl | kPrefetch>);
+    row_step("e9", "c + PDL + prefetch (rows copied: e8's headroom)",
+             rows_occupancy<kPdl | kPrefetch>(vpt, (int)row_threads), launch_rows<kPdl | kPrefetch>);
+    snprintf(lb, sizeof lb, "empty kernel, %lld CTAs x %u thr (launch + dispatch)", (long long)rows, row_threads);
+    add("z", lb, [&](int, void *, void *) { return launch(false, (unsigned)rows, row_threads, s, empty_kernel<0>); },
+        true, false, false);
+    add("z2", "empty kernel + PDL",
+        [&](int, void *, void *) { return launch(true, (unsigned)rows, row_threads, s, empty_kernel<kPdl>); }, true,
+        false, false);
+}
+
+// The real operation under LATTE_QKNORM_VARIANT=v, in a child process per variant; fills rows "g".
+static void run_children(std::vector<Shape> &shapes, bool quick) {
+    const char *env = getenv("LATTE_BENCH_PROBE_VARIANTS");
+    const std::string list = env ? env : "0,1,6,7,8";
+    char exe[4096];
+    const ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) {
+        fprintf(stderr, "latte-bench: probe: cannot find this program (/proc/self/exe); no variants\n");
+        g_failures++;
+        return;
+    }
+    exe[len] = '\0';
+    size_t pos = 0;
+    while (pos <= list.size()) {
+        size_t comma = list.find(',', pos);
+        if (comma == std::string::npos) comma = list.size();
+        const std::string v = list.substr(pos, comma - pos);
+        pos = comma + 1;
+        if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos) continue;
+        const std::string cmd = "LATTE_QKNORM_VARIANT=" + v + " '" + std::string(exe) + "' --qknorm-probe-child" +
+                                (quick ? " --quick" : "") + " 2>&1";
+        fflush(stdout);
+        FILE *p = popen(cmd.c_str(), "r");
+        if (!p) {
+            g_failures++;
+            continue;
+        }
+        char line[1024];
+        while (fgets(line, sizeof line, p)) {
+            long long n = 0, d = 0;
+            int ip = 0;
+            double us = NAN;
+            if (sscanf(line, "probe-child %lld %lld %d %lf", &n, &d, &ip, &us) == 4) {
+                for (Shape &sh : shapes) {
+                    if (sh.n != n || sh.d != d) continue;
+                    const std::string id = "g" + v;
+                    Row *r = nullptr;
+                    for (Row &x : sh.rows)
+                        if (x.id == id) r = &x;
+                    if (!r) {
+                        Row nr;
+                        nr.id = id;
+                        nr.label = "latte, LATTE_QKNORM_VARIANT=" + v + " (child process)";
+                        sh.rows.push_back(nr);
+                        r = &sh.rows.back();
+                    }
+                    (ip ? r->ip : r->oop) = us;
+                }
+            } else {
+                printf("[probe variant %s] %s", v.c_str(), line);
+            }
+        }
+        const int rc = pclose(p);
+        if (rc != 0) {
+            printf("latte-bench: probe: the child for LATTE_QKNORM_VARIANT=%s exited with status %d\n", v.c_str(), rc);
+            g_failures++;
+        }
+    }
+}
+
+}  // namespace qkprobe
+
+/* --qknorm-probe-child (LATTE_QKNORM_VARIANT set by the parent): the real operation at the probe's shapes,
+ * one line each: "probe-child N D IN_PLACE US". */
+static int qknorm_probe_child(cudaStream_t s, const Device &dev, bool quick) {
+    const int reps = quick ? 20 : 50;
+    for (auto &sh : qkprobe::kShapes) {
+        qkprobe::Bufs b = qkprobe::alloc_bufs(sh[0], sh[1], dev.l2_bytes, s);
+        for (int ip = 1; ip >= 0; ip--)
+            printf("probe-child %lld %lld %d %.4f\n", (long long)sh[0], (long long)sh[1], ip,
+                   qkprobe::time_real(s, sh[0], sh[1], b, ip == 1, reps));
+        qkprobe::free_bufs(b);
+    }
+    return 0;
+}
+
+/* --qknorm-probe: the ladder at (1024, 4096) and (2048, 8192), the real operation per variant at the four
+ * anchor shapes; a table (us, % of this run's copy ceiling as the qknorm table's %copy, % of the same-size
+ * memcpy) and one JSON record per number. */
+static void bench_qknorm_probe(cudaStream_t s, const Device &dev, const Ceilings &ceil, bool quick) {
+    using namespace qkprobe;
+    const int reps = quick ? 20 : 50;
+    const std::string ce_stream = memcpy_engine_check(s, false), ce_graph = memcpy_engine_check(s, true);
+    printf("qknorm probe: D2D memcpy in a stream runs on: %s\n", ce_stream.c_str());
+    printf("qknorm probe: D2D memcpy as a graph node runs on: %s\n", ce_graph.c_str());
+
+    std::vector<Shape> shapes;
+    for (auto &x : kShapes) {
+        Shape sh;
+        sh.n = x[0];
+        sh.d = x[1];
+        sh.ladder = (x[0] == 1024 && x[1] == 4096) || (x[0] == 2048 && x[1] == 8192);
+        Bufs b = alloc_bufs(sh.n, sh.d, dev.l2_bytes, s);
+        if (sh.ladder) {
+            ladder(s, dev, sh, b, reps);
+        } else {
+            Row r;
+            r.id = "a";
+            r.label = "cudaMemcpyAsync D2D, in -> out (a graph memcpy node)";
+            const size_t bytes = (size_t)(sh.n * 2 * sh.d) * 2;
+            r.oop = time_op(s, b, false, reps, [&](int, void *in, void *out) {
+                return cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, s);
+            });
+            sh.memcpy_us = r.oop;
+            sh.rows.push_back(r);
+        }
+        Row f;
+        const char *var = getenv("LATTE_QKNORM_VARIANT");
+        f.id = "f";
+        f.label = std::string("latte, this process (LATTE_QKNORM_VARIANT=") +
+                  (var && *var ? var : "unset") + ")";
+        f.ip = time_real(s, sh.n, sh.d, b, true, reps);
+        f.oop = time_real(s, sh.n, sh.d, b, false, reps);
+        sh.rows.push_back(f);
+        free_bufs(b);
+        printf("qknorm probe: (%lld, %lld) done\n", (long long)sh.n, (long long)sh.d);
+        fflush(stdout);
+        shapes.push_back(sh);
+    }
+    run_children(shapes, quick);
+
+    table("QK-norm probe, bf16, q and k [N, D] (graphs of back-to-back calls, rotated buffers; %%copy = bytes / us / "
+          "this run's copy ceiling %.2f TB/s, as the qknorm table; %%memcpy = same-size memcpy us / us)", ceil.copy_TBps);
+    table("  D2D memcpy, stream: %s", ce_stream.c_str());
+    table("  D2D memcpy, graph node: %s", ce_graph.c_str());
+    for (const Shape &sh : shapes) {
+        const double bytes = 2.0 * sh.n * 2 * sh.d * 2 + 2.0 * sh.d * 2;
+        table("  (%lld, %lld): %.1f MB, floor %.1f us at the ceiling; same-size memcpy %.1f us", (long long)sh.n,
+              (long long)sh.d, bytes / 1e6, bytes / (ceil.copy_TBps * 1e12) * 1e6, sh.memcpy_us);
+        table("  %-4s %-68s %9s %6s %7s  %9s %6s %7s", "step", "", "in place", "%copy", "%memcpy", "out of pl", "%copy",
+              "%memcpy");
+        for (const Row &r : sh.rows) {
+            auto cols = [&](double us) {
+                char c[64];
+                if (!std::isfinite(us)) snprintf(c, sizeof c, "%9s %6s %7s", "-", "", "");
+                else if (!r.bandwidth) snprintf(c, sizeof c, "%9.2f %6s %7s", us, "", "");
+                else
+                    snprintf(c, sizeof c, "%9.2f %5.1f%% %6.1f%%", us, 100.0 * bytes / (us * 1e-6) / (ceil.copy_TBps * 1e12),
+                             100.0 * sh.memcpy_us / us);
+                return std::string(c);
+            };
+            table("  %-4s %-68.68s %s  %s", r.id.c_str(), r.label.c_str(), cols(r.ip).c_str(), cols(r.oop).c_str());
+            for (int ip = 1; ip >= 0; ip--) {
+                const double us = ip ? r.ip : r.oop;
+                if (!std::isfinite(us)) continue;
+                JObj params, rec;
+                params.num("n_tokens", (double)sh.n).num("q_width", (double)sh.d).num("k_width", (double)sh.d)
+                    .str("dtype", "bf16").raw("in_place", ip ? "true" : "false").str("step", r.id).str("what", r.label)
+                    .num("bytes", r.bandwidth ? bytes : 0.0);
+                rec.str("impl", r.id[0] == 'f' || r.id[0] == 'g' ? "latte" : "probe").str("op", "qknorm_probe")
+                    .obj("params", params).str("device", dev.name).num("median_us", us)
+                    .num("pct_copy_bw", r.bandwidth ? 100.0 * bytes / (us * 1e-6) / (ceil.copy_TBps * 1e12) : NAN)
+                    .num("pct_of_memcpy_same_bytes", r.bandwidth ? 100.0 * sh.memcpy_us / us : NAN)
+                    .num("memcpy_same_bytes_us", sh.memcpy_us);
+                g_records.push_back(rec.text());
+            }
+        }
+    }
+    table("  a..e9: probe kernels in latte-bench (docs/NOTES.md, \"QK RMSNorm v2 probe\"); f, g: the library");
+}
+
+/* ---------------------------------------------------------------------------------------------- */
 /* MLA decode layer                                                                                */
 /* ---------------------------------------------------------------------------------------------- */
 /* cuBLAS + FlashMLA (keys stored rotated), H200, anchors.md */
@@ -866,10 +1601,12 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
 /* ---------------------------------------------------------------------------------------------- */
 static void usage(FILE *f) {
     fprintf(f, "usage: latte-bench [--json PATH] [--peers PATH] [--only mla|qknorm|ceilings] [--quick]\n"
+               "       latte-bench --qknorm-probe [--json PATH] [--quick]\n"
                "  --json PATH    write the records as JSON\n"
                "  --peers PATH   JSON from the PyTorch oracle of the same GPU session (torch figures)\n"
                "  --only WHAT    ceilings are always measured; WHAT picks the operations (ceilings: none)\n"
-               "  --quick        fewer repetitions\n");
+               "  --quick        fewer repetitions\n"
+               "  --qknorm-probe the QK-norm ladder (copy -> real kernel, fix candidates) instead of the operations\n");
 }
 
 int main(int argc, char **argv) {
@@ -880,10 +1617,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--peers") && i + 1 < argc) peers_path = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--qknorm-probe")) only = "qknorm-probe";
+        else if (!strcmp(argv[i], "--qknorm-probe-child")) only = "qknorm-probe-child"; /* run by --qknorm-probe */
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
         else { usage(stderr); return 2; }
     }
-    if (only && strcmp(only, "mla") && strcmp(only, "qknorm") && strcmp(only, "ceilings")) { usage(stderr); return 2; }
+    if (only && strcmp(only, "mla") && strcmp(only, "qknorm") && strcmp(only, "ceilings") && strcmp(only, "qknorm-probe") &&
+        strcmp(only, "qknorm-probe-child")) { usage(stderr); return 2; }
 
     int ndev = 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1 || latte_cuda_device_count() < 1) {
@@ -913,6 +1653,7 @@ int main(int argc, char **argv) {
 
     cudaStream_t s;
     CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (only && !strcmp(only, "qknorm-probe-child")) return qknorm_probe_child(s, dev, quick); /* no ceilings */
 
     Ceilings ceil = measure_ceilings(s, quick);
     printf("ceilings: copy %.2f TB/s (read + write), cuBLAS bf16 GEMM %.0f TFLOP/s\n", ceil.copy_TBps, ceil.gemm_TFLOPs);
@@ -922,6 +1663,7 @@ int main(int argc, char **argv) {
 
     if (!only || !strcmp(only, "qknorm")) bench_qknorm(s, dev, ceil, peers, quick);
     if (!only || !strcmp(only, "qknorm")) bench_qknorm_variants(quick);
+    if (only && !strcmp(only, "qknorm-probe")) bench_qknorm_probe(s, dev, ceil, quick);
     if (!only || !strcmp(only, "mla")) bench_mla(s, dev, ceil, peers, quick);
 
     /* the readable table comes last: the GPU tool shows only the tail of the output */

@@ -40,10 +40,21 @@
 //   3            row groups with the block shape of 0, persistent and pipelined
 //   4            as 1, persistent and pipelined
 //   5            as 2, persistent and pipelined
+//   6            as 0 (same kernel, TUNED), but the weights' miss hidden: each thread's weight lines are
+//                prefetched (L2 evict_last + L1) with its row loads and loaded L1 evict_last, and q and k
+//                rows alternate in block order (no all-SM stall on the k weights in mid-kernel)
+//   7            6 + programmatic dependent launch: griddepcontrol.launch_dependents / wait at block start,
+//                launched with the programmatic-serialization attribute (the next call's launch and block
+//                dispatch overlap this call's tail)
+//   8            7 + each block's first row bulk-prefetched into L2 before the wait (coherent: L2 is the
+//                point of coherence; nothing is loaded into registers or L1 before the wait)
+//   6-8 run on sm_90 only (elsewhere: 0). They are probes of the fixed ~5 us (docs/NOTES.md "QK RMSNorm v2
+//   probe", latte-bench --qknorm-probe), not yet a default.
 // Pipelining holds two rows in registers; where that would be 2 x 16 vectors per thread it is left
 // out (the same shape, not persistent). Resource use (sm_90a, bf16, registers per thread): D = 8192 is
 // 0: 256 threads x 4 vectors, 54 regs; 1: 128 x 8, 64 regs (8 blocks/SM); 3: 256 x 4, 82 regs;
-// 4: 128 x 8, 118 regs; D = 4096 under 2 and 5: a warp x 16 vectors, 102 regs. No spills. All variants compute the same formula with the same roundings;
+// 4: 128 x 8, 118 regs; D = 4096 under 2 and 5: a warp x 16 vectors, 102 regs; 6-8: as 0 (54 regs at
+// D = 8192, 38 at D = 4096; 82 at VPT 8, where the non-coherent weight loads are batched). No spills. All variants compute the same formula with the same roundings;
 // only the order of the fp32 (or double) partial sums differs, as between any block shapes.
 #include "internal.h"
 
@@ -176,6 +187,64 @@ __device__ __forceinline__ float scale(float x, float inv, float w, bool plus_on
     return __fmul_rn(__fmul_rn(x, inv), plus_one ? __fadd_rn(1.0f, w) : w);
 }
 
+// ---- the tuned register path (variants 6-8): features, each a runtime flag of one kernel ----------
+// Why each exists (docs/NOTES.md, "QK RMSNorm v2 probe"): the register path carries a fixed ~5 us over a
+// copy of the same bytes; these remove the suspected pieces one at a time so that one benchmark run can
+// tell which matters.
+enum : unsigned {
+    // q and k rows alternate in block order: both weight vectors are needed (and missed in L1) in the first
+    // wave, instead of every SM stalling on the k weights at the q -> k switch in mid-kernel
+    kFeatInterleave = 1u,
+    // the thread's weight lines are prefetched (L2 evict_last, and L1) as soon as its row loads are
+    // issued, and loaded L1 evict_last: their miss (L1 is cold at every kernel start, and the lines are
+    // likely gone from L2 after a call's 100+ MB of streaming) overlaps the row loads instead of following
+    // the reduction, and the streamed rows do not push them out of L1
+    kFeatWeightsEarly = 2u,
+    // programmatic dependent launch (sm_90): the next kernel in the stream may be launched once every
+    // block of this one has started, and this one waits (griddepcontrol.wait) for the previous kernel's
+    // completion and memory flush before its first global access: launch and block dispatch overlap the
+    // previous kernel's tail
+    kFeatPdl = 4u,
+    // with kFeatPdl: the block's first row (and, in the first block of each tensor, its weights) is
+    // prefetched into L2 before the wait. L2 is the point of coherence, so a line prefetched before the
+    // previous kernel wrote it still reads back the written bytes after the wait; nothing enters L1.
+    kFeatPrefetchRow = 8u,
+};
+
+// 16 bytes of weights (read-only: the non-coherent path, as __ldg), kept in L1 ahead of the rows. Not
+// volatile: a pure load that the compiler may schedule like __ldg.
+__device__ __forceinline__ uint4 ld_weights_kept(const void *p) {
+    uint4 u;
+    asm("ld.global.nc.L1::evict_last.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+        : "=r"(u.x), "=r"(u.y), "=r"(u.z), "=r"(u.w)
+        : "l"(p));
+    return u;
+}
+// Hints: bring the 128-byte line holding p into L1 / into L2 (never fault).
+__device__ __forceinline__ void prefetch_line_l1(const void *p) { asm volatile("prefetch.global.L1 [%0];\n" ::"l"(p)); }
+__device__ __forceinline__ void prefetch_line_l2_keep(const void *p) {
+    asm volatile("prefetch.global.L2::evict_last [%0];\n" ::"l"(p));
+}
+
+// The weights of one activation vector (V elements of TW, 16 or 32 bytes) through ld_weights_kept.
+template <class TW, int V>
+__device__ __forceinline__ void load_weights_kept(const TW *p, float (&f)[V]) {
+    constexpr int n16 = V * (int)sizeof(TW) / 16, per = 16 / (int)sizeof(TW);
+    static_assert(n16 * 16 == V * (int)sizeof(TW), "a weight vector is whole 16-byte units");
+#pragma unroll
+    for (int v = 0; v < n16; v++) {
+        const uint4 u = ld_weights_kept(reinterpret_cast<const uint4 *>(p) + v);
+        const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int j = 0; j < per; j++) {
+            if constexpr (sizeof(TW) == 2)
+                f[v * per + j] = Elem<TW>::to_f((uint16_t)(w[j / 2] >> (16 * (j % 2))));
+            else
+                f[v * per + j] = Elem<TW>::to_f(w[j]);
+        }
+    }
+}
+
 struct QkArgs {
     const void *q, *k;         // inputs
     void *q_out, *k_out;       // outputs (== inputs in place)
@@ -186,6 +255,7 @@ struct QkArgs {
     int64_t rows;              // n (q alone) or 2n
     float eps;
     bool plus_one;
+    unsigned features;         // kFeat* bits: variants 6-8 (the tuned register path); 0 elsewhere
 };
 
 // The row this block works on: q rows first, then k rows.
@@ -195,9 +265,10 @@ struct Row {
     TA *y;
     const TW *w;
     int width;
-    __device__ __forceinline__ Row(const QkArgs &a, int64_t row) {
-        const bool is_k = row >= a.n;
-        const int64_t r = is_k ? row - a.n : row;
+    // interleave: q row r is row 2r, k row r is row 2r + 1 (only when both tensors are present: rows = 2n)
+    __device__ __forceinline__ Row(const QkArgs &a, int64_t row, bool interleave = false) {
+        const bool is_k = interleave ? (row & 1) != 0 : row >= a.n;
+        const int64_t r = interleave ? row >> 1 : is_k ? row - a.n : row;
         x = static_cast<const TA *>(is_k ? a.k : a.q) + r * (is_k ? a.k_stride : a.q_stride);
         y = static_cast<TA *>(is_k ? a.k_out : a.q_out) + r * (is_k ? a.k_out_stride : a.q_out_stride);
         w = static_cast<const TW *>(is_k ? a.k_w : a.q_w);
@@ -218,22 +289,59 @@ __device__ __forceinline__ void opaque(uint4 (&v)[N]) {
 
 // ---- fast path: the row in registers ------------------------------------------------------------
 constexpr int kMaxThreadsInRegisters = 512;  // 128 registers per thread: room for 16 vectors
+
 // Thread t holds vectors t, t + T, ..., t + (VPT-1) T of the row (T = blockDim.x), 16 bytes each:
 // coalesced loads, all VPT loads in flight before the first use, one read of the row from memory.
-template <class TA, class TW, int VPT>
+// TUNED (variants 6-8): the kFeat* bits of a.features (runtime, block-uniform) are honoured. They change
+// the weight loads, the row order and the launch, not the arithmetic; a.features = 0 is the plain kernel.
+template <class TA, class TW, int VPT, bool TUNED>
 __global__ void __launch_bounds__(kMaxThreadsInRegisters) qknorm_rows_in_registers(const QkArgs a) {
     constexpr int V = 16 / sizeof(TA);  // elements per vector
     using A = Acc<TA>;
     __shared__ A red[32];
     __shared__ double red_d[32];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+    if constexpr (TUNED) return;  // the launcher runs the tuned variants on sm_90 only (build time)
+#endif
+    const unsigned feat = TUNED ? a.features : 0u;
+    const bool interleave = TUNED && (feat & kFeatInterleave) != 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (TUNED && (feat & kFeatPdl)) {
+        if ((feat & kFeatPrefetchRow) && threadIdx.x == 0 && blockIdx.x < a.rows) {
+            // one bulk prefetch per row (16-byte multiple: the vector path's widths and alignment); the
+            // weights once per tensor (the first block of each)
+            const Row<TA, TW> r0(a, blockIdx.x, interleave);
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(r0.x), "r"(r0.width * (int)sizeof(TA))
+                         : "memory");
+            if (interleave ? blockIdx.x < 2 : (blockIdx.x == 0 || blockIdx.x == a.n))
+                asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(r0.w),
+                             "r"(r0.width * (int)sizeof(TW))
+                             : "memory");
+        }
+        // the dependents may launch once every block has got here; their own wait still covers all of this
+        // grid's writes
+        asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+        asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    }
+#endif
     for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
-        const Row<TA, TW> r(a, row);
+        const Row<TA, TW> r(a, row, interleave);
         const int n_vec = r.width / V;
         uint4 v[VPT];
 #pragma unroll
         for (int i = 0; i < VPT; i++) {
             const int c = i * (int)blockDim.x + (int)threadIdx.x;
             v[i] = c < n_vec ? reinterpret_cast<const uint4 *>(r.x)[c] : make_uint4(0, 0, 0, 0);
+        }
+        if (TUNED && (feat & kFeatWeightsEarly)) {
+#pragma unroll
+            for (int i = 0; i < VPT; i++) {
+                const int c = i * (int)blockDim.x + (int)threadIdx.x;
+                if (c < n_vec) {
+                    prefetch_line_l2_keep(r.w + (int64_t)c * V);
+                    prefetch_line_l1(r.w + (int64_t)c * V);
+                }
+            }
         }
         A s = 0;
 #pragma unroll
@@ -271,7 +379,10 @@ __global__ void __launch_bounds__(kMaxThreadsInRegisters) qknorm_rows_in_registe
             if (c < n_vec) {
                 float f[V], wf[V];
                 unpack16<TA>(v[i], f);
-                load_f32<TW, V, true>(w + (int64_t)c * V, wf);
+                if constexpr (TUNED)
+                    load_weights_kept<TW, V>(w + (int64_t)c * V, wf);
+                else
+                    load_f32<TW, V, true>(w + (int64_t)c * V, wf);
 #pragma unroll
                 for (int j = 0; j < V; j++) f[j] = scale(f[j], inv, wf[j], a.plus_one);
                 store_f32<TA, V>(r.y + (int64_t)c * V, f);
@@ -496,7 +607,7 @@ int qknorm_variant() {
         if (!e || !*e) return -1;  // unset: chosen per call from the shapes (launch below)
         char *end = nullptr;
         const long x = strtol(e, &end, 10);
-        return *end == '\0' && x >= 0 && x <= 5 ? (int)x : -1;
+        return *end == '\0' && x >= 0 && x <= 8 ? (int)x : -1;
     }();
     return v;
 }
@@ -583,6 +694,71 @@ cudaError_t launch_groups_vpt(int vpt, const QkArgs &a, int64_t nvec_q, int64_t 
     }
 }
 
+// Compute capability major of the current device, cached per device; 0 when unknown.
+int device_cc_major() {
+    static std::atomic<int> cache[kCachedDevices];
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (dev < kCachedDevices) {
+        const int c = cache[dev].load(std::memory_order_relaxed);
+        if (c > 0) return c;
+    }
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (dev < kCachedDevices) cache[dev].store(major, std::memory_order_relaxed);
+    return major;
+}
+
+// The features of the tuned variants (top of the file): 6 the weights' latency hidden, then one more
+// piece each. q/k interleaving needs both tensors.
+unsigned tuned_features(int variant, const QkArgs &a) {
+    unsigned f = kFeatInterleave | kFeatWeightsEarly;
+    if (variant >= 7) f |= kFeatPdl;
+    if (variant >= 8) f |= kFeatPrefetchRow;
+    if (a.k_width == 0 || a.rows != 2 * a.n) f &= ~kFeatInterleave;
+    return f;
+}
+
+// qknorm_rows_in_registers at VPT vectors per thread, blockDim = the row's vectors / VPT (rounded to 32).
+// A launch with kFeatPdl carries the programmatic-serialization attribute (captured into graphs as a
+// programmatic edge).
+template <class TA, class TW, int VPT, bool TUNED>
+cudaError_t launch_registers_vpt(const QkArgs &a, int64_t n_vec, unsigned grid, cudaStream_t stream) {
+    const int threads = round_up32((n_vec + VPT - 1) / VPT);
+    if (TUNED && (a.features & kFeatPdl)) {
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(grid);
+        cfg.blockDim = dim3((unsigned)threads);
+        cfg.dynamicSmemBytes = 0;
+        cfg.stream = stream;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        return cudaLaunchKernelEx(&cfg, qknorm_rows_in_registers<TA, TW, VPT, TUNED>, a);
+    }
+    qknorm_rows_in_registers<TA, TW, VPT, TUNED><<<grid, threads, 0, stream>>>(a);
+    return cudaGetLastError();
+}
+
+template <class TA, class TW, bool TUNED>
+cudaError_t launch_registers(const QkArgs &a, int64_t n_vec, unsigned grid, cudaStream_t stream) {
+    switch (tier_vpt(n_vec)) {
+    case 1: return launch_registers_vpt<TA, TW, 1, TUNED>(a, n_vec, grid, stream);
+    case 2: return launch_registers_vpt<TA, TW, 2, TUNED>(a, n_vec, grid, stream);
+    case 4: return launch_registers_vpt<TA, TW, 4, TUNED>(a, n_vec, grid, stream);
+    case 8: return launch_registers_vpt<TA, TW, 8, TUNED>(a, n_vec, grid, stream);
+    default: return launch_registers_vpt<TA, TW, 16, TUNED>(a, n_vec, grid, stream);
+    }
+}
+
 template <class TA, class TW>
 cudaError_t launch(const QkArgs &a, bool vector_ok, cudaStream_t stream) {
     constexpr int V = 16 / sizeof(TA);
@@ -594,6 +770,13 @@ cudaError_t launch(const QkArgs &a, bool vector_ok, cudaStream_t stream) {
     // narrow k rows several to a block gave 91% of copy against 80% (GQA 8192 x (6144 + 1024)).
     int variant = qknorm_variant();
     if (variant < 0) variant = (a.k_width > 0 && a.k_width != a.q_width) ? 1 : 0;
+    // the tuned variants: sm_90 only (griddepcontrol, bulk prefetch; their kernels are empty elsewhere)
+    if (variant >= 6 && device_cc_major() < 9) variant = 0;
+    if (vector_ok && n_vec <= (int64_t)kMaxVecPerThread * kMaxThreadsInRegisters && variant >= 6) {
+        QkArgs t = a;
+        t.features = tuned_features(variant, a);
+        return launch_registers<TA, TW, true>(t, n_vec, grid, stream);
+    }
     if (vector_ok && n_vec <= (int64_t)kMaxVecPerThread * kMaxThreadsInRegisters && variant > 0) {
         int vpt = variant == 3 ? tier_vpt(n_vec) : 0;
         if ((variant == 2 || variant == 5) && n_vec <= 32 * kMaxVecPerThread) vpt = capped_vpt(n_vec, 32);
@@ -604,17 +787,7 @@ cudaError_t launch(const QkArgs &a, bool vector_ok, cudaStream_t stream) {
                             : launch_groups_vpt<TA, TW, false>(vpt, a, nvec_q, nvec_k, stream);
     }
     if (vector_ok && n_vec <= (int64_t)kMaxVecPerThread * kMaxThreadsInRegisters) {
-        const int vpt = tier_vpt(n_vec);
-        if (vpt == 1)
-            qknorm_rows_in_registers<TA, TW, 1><<<grid, round_up32(n_vec), 0, stream>>>(a);
-        else if (vpt == 2)
-            qknorm_rows_in_registers<TA, TW, 2><<<grid, round_up32((n_vec + 1) / 2), 0, stream>>>(a);
-        else if (vpt == 4)
-            qknorm_rows_in_registers<TA, TW, 4><<<grid, round_up32((n_vec + 3) / 4), 0, stream>>>(a);
-        else if (vpt == 8)
-            qknorm_rows_in_registers<TA, TW, 8><<<grid, round_up32((n_vec + 7) / 8), 0, stream>>>(a);
-        else
-            qknorm_rows_in_registers<TA, TW, 16><<<grid, round_up32((n_vec + 15) / 16), 0, stream>>>(a);
+        return launch_registers<TA, TW, false>(a, n_vec, grid, stream);
     } else if (vector_ok) {
         qknorm_rows_two_pass<TA, TW, V><<<grid, 1024, 0, stream>>>(a);
     } else {
@@ -649,6 +822,7 @@ extern "C" latte_status latte_cuda_qknorm(const latte_qknorm_params *p, latte_st
     a.rows = p->n_tokens * (has_k ? 2 : 1);
     a.eps = p->eps;
     a.plus_one = (p->flags & LATTE_QKNORM_WEIGHT_PLUS_ONE) != 0;
+    a.features = 0;
 
     // 16-byte vectors everywhere, or the scalar path for the whole launch
     const int64_t V = 16 / (int64_t)latte_dtype_size(p->dtype);
