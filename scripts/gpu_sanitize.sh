@@ -146,6 +146,17 @@ start_job() {
     cd "$d" || exit 1
     s0=$(date +%s)
     export LATTE_TEST_QUICK=1 OMP_NUM_THREADS="$OMP"
+    # racecheck and initcheck (the required runs): every GEMM is latte's own (LATTE_MLA_GEMM=latte, the forced-cuBLASLt
+    # cases skipped), so each kernel they check is ours. Seen on an H100 (2026-11-22): with cuBLASLt's GEMMs in the
+    # program, racecheck "failed to handle a hardware exception" and the run died with an illegal address even with
+    # its kernels excluded by name, and initcheck flags latte kernels reading what excluded GEMMs wrote. The
+    # informational run (kind info) keeps cuBLASLt. Their device-wide leak check is off: the tools allocate device memory
+    # themselves as the program runs (memcheck --leak-check full checks leaks).
+    case "${J_TOOL[i]}" in
+      racecheck|initcheck)
+        if [ "${J_KIND[i]}" = required ]; then export LATTE_MLA_GEMM=latte LATTE_TEST_NO_CUBLASLT=1; fi
+        export LATTE_TEST_DEVICE_LEAK_CHECK=0 ;;
+    esac
     # shellcheck disable=SC2030  # the filter is the job's own, set in its subshell
     if [ -n "${J_FILTER[i]}" ]; then export LATTE_TEST_FILTER="${J_FILTER[i]}"; else unset LATTE_TEST_FILTER; fi
     # shellcheck disable=SC2086  # options and command are word lists by construction (no spaces inside a word)

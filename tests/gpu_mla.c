@@ -73,6 +73,14 @@ static double wall_s(void) {
 
 static int is_valid_len(int32_t len, int64_t max_len) { return len >= 0 && len <= max_len; }
 
+/* LATTE_MLA_GEMM as the process was started with it (e.g. "latte" from scripts/gpu_sanitize.sh, so that every kernel a
+ * sanitizer checks is latte's): cases without a GEMM of their own run with it; NULL: unset. */
+static char *g_default_gemm = NULL;
+static void restore_gemm_env(void) {
+    if (g_default_gemm) setenv("LATTE_MLA_GEMM", g_default_gemm, 1);
+    else unsetenv("LATTE_MLA_GEMM");
+}
+
 /* tune: latte_mla_plan_tune for (batch, max_cache_len) before the first run (the tuned choice applies to the
  * default strides: tuned cases have no x / y padding) */
 static void run_case(const mla_case *k, int tune) {
@@ -100,11 +108,11 @@ static void run_case(const mla_case *k, int tune) {
                             dev_upload(w_kvu, n_kvu * 2), dev_upload(w_o, n_o * 2)};
     if (k->simple_gemm) setenv("LATTE_MLA_SIMPLE_GEMM", "1", 1);
     if (k->gemm) setenv("LATTE_MLA_GEMM", k->gemm, 1);
-    else unsetenv("LATTE_MLA_GEMM");
+    else restore_gemm_env();
     latte_mla_plan gplan = NULL;
     latte_status st = latte_mla_plan_create(&gplan, &cfg, &dw, LATTE_BACKEND_CUDA, NULL);
     unsetenv("LATTE_MLA_SIMPLE_GEMM"); /* read at plan creation only: the plan keeps its choice */
-    unsetenv("LATTE_MLA_GEMM");
+    restore_gemm_env();
     CHECK(st == LATTE_STATUS_SUCCESS, "%s: GPU plan: %s (%s)", k->name, latte_status_string(st), latte_last_error());
     cudaFree((void *)dw.wq_down);
     cudaFree((void *)dw.wkv_down);
@@ -583,7 +591,7 @@ static void env_checks(void) {
         if (env[i].simple) setenv("LATTE_MLA_SIMPLE_GEMM", env[i].simple, 1);
         latte_mla_plan plan = NULL;
         const latte_status st = latte_mla_plan_create(&plan, &cfg, &w, LATTE_BACKEND_CUDA, NULL);
-        unsetenv("LATTE_MLA_GEMM");
+        restore_gemm_env();
         unsetenv("LATTE_MLA_SIMPLE_GEMM");
         CHECK(st == env[i].want, "env LATTE_MLA_GEMM=\"%s\" SIMPLE=%s: %s (%s), expected %s", env[i].gemm,
               env[i].simple ? env[i].simple : "unset", latte_status_string(st), latte_last_error(),
@@ -599,6 +607,7 @@ static void env_checks(void) {
 int main(void) {
     if (!test_gpu_available("gpu_mla")) return TEST_SKIP;
     test_seed("gpu_mla");
+    if (getenv("LATTE_MLA_GEMM")) g_default_gemm = strdup(getenv("LATTE_MLA_GEMM"));
 
     rope_tables_check(LATTE_ROPE_BF16_REFERENCE, 8192, 64, 10000.0f);
     rope_tables_check(LATTE_ROPE_FP32, 8192, 64, 10000.0f);

@@ -401,7 +401,11 @@ static void test_plan_cycles(void) {
     CHECK(failed == 0, "plan create/destroy: %d of %d cycles failed (%s)", failed, cycles, latte_last_error());
     long long lost = (long long)free0 - (long long)free1;
     printf("gpu_reliability: %d plan cycles, device free memory %zu -> %zu (%lld bytes)\n", cycles, free0, free1, lost);
-    CHECK(lost <= 2ll << 20, "plan create/destroy leaks device memory: %lld bytes after %d cycles", lost, cycles);
+    /* LATTE_TEST_DEVICE_LEAK_CHECK=0 (set by scripts/gpu_sanitize.sh for racecheck/initcheck, whose own device
+     * allocations move the free-memory figure; memcheck --leak-check full checks leaks there) */
+    const char *lc = getenv("LATTE_TEST_DEVICE_LEAK_CHECK");
+    if (lc && lc[0] == '0') printf("gpu_reliability: device leak check off (LATTE_TEST_DEVICE_LEAK_CHECK=0)\n");
+    else CHECK(lost <= 2ll << 20, "plan create/destroy leaks device memory: %lld bytes after %d cycles", lost, cycles);
     for (int i = 0; i < 5; i++) cudaFree(d[i]);
 }
 
