@@ -658,8 +658,13 @@ int main(void) {
     /* LATTE_TEST_QUICK=1 (compute-sanitizer runs): the small configurations only */
     const char *quick_env = getenv("LATTE_TEST_QUICK");
     const int quick = quick_env && quick_env[0] == '1';
+    /* LATTE_TEST_FILTER=substring: only the cases (and "tune_api_checks") whose name holds it (bisecting, sanitizers).
+     * LATTE_TEST_NO_TUNE=1: no tuning checks and no tuned cases (racecheck: tuning times every candidate GEMM several
+     * times, minutes under the tool; the tuned plans run the same kernels as the untuned cases). */
+    const char *filter = getenv("LATTE_TEST_FILTER");
+    const char *no_tune_env = getenv("LATTE_TEST_NO_TUNE");
+    const int no_tune = no_tune_env && no_tune_env[0] == '1';
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const char *filter = getenv("LATTE_TEST_FILTER"); /* substring of case names (bisecting, sanitizers) */
         if (filter && *filter && !strstr(cases[i].name, filter)) continue;
         if (quick && (cases[i].dim > 2048 || cases[i].batch * cases[i].max_cache_len > 100000)) {
             printf("%s: skipped (LATTE_TEST_QUICK=1)\n", cases[i].name);
@@ -672,7 +677,8 @@ int main(void) {
         run_case(&cases[i], 0);
     }
 
-    tune_api_checks();
+    if (no_tune) printf("tune_api_checks and tuned cases: skipped (LATTE_TEST_NO_TUNE=1)\n");
+    else if (!filter || !*filter || strstr("tune_api_checks", filter)) tune_api_checks();
     /* tuned: the same checks after latte_mla_plan_tune for the case's batch (default strides: no x / y pad) */
     const mla_case tuned[] = {
         /* name                      H    dim   dq    batch conv                         x     cache wscale cap  maxlen unif  samp lens row x  y  extras simple gemm */
@@ -683,7 +689,8 @@ int main(void) {
         {"h16 b6 bad lengths tuned", 16,  1024, 256,  6,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, NULL},
         {"h32 b5 simple GEMM tuned", 32,  1024, 512,  5,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 200, 150, -1, 5, NULL, 0, 0, 0, 0, 1, NULL},
     };
-    for (size_t i = 0; i < sizeof tuned / sizeof tuned[0]; i++) {
+    for (size_t i = 0; i < sizeof tuned / sizeof tuned[0] && !no_tune; i++) {
+        if (filter && *filter && !strstr(tuned[i].name, filter)) continue;
         if (quick && (tuned[i].dim > 2048 || tuned[i].batch * tuned[i].max_cache_len > 100000)) {
             printf("%s: skipped (LATTE_TEST_QUICK=1)\n", tuned[i].name);
             continue;
