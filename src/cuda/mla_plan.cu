@@ -179,6 +179,16 @@ latte_status cuda_fail(cudaError_t e, const char *what) {
                            cudaGetErrorString(e));
 }
 
+// A plan runs (and is tuned) only on the device it was created on: *dev = the current device, or a status and message.
+latte_status check_current_device(const latte_mla_plan_s *plan, int *dev) {
+    const cudaError_t e = cudaGetDevice(dev);
+    if (e) return cuda_fail(e, "cudaGetDevice");
+    if (*dev != plan->device)
+        return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
+                               "plan: created on CUDA device %d, but the current device is %d", plan->device, *dev);
+    return LATTE_STATUS_SUCCESS;
+}
+
 // C = A·Bᵀ to bf16, through fp32 partials + reduce when split > 1
 void project(const GemmProblem &prob_in, float *partial, bool simple, cudaStream_t stream) {
     GemmProblem p = prob_in;
@@ -448,11 +458,8 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
     const int64_t M = a->batch;
     const bool simple = cp->simple_gemm;
     int dev = -1;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e) return cuda_fail(e, "cudaGetDevice");
-    if (dev != plan->device)
-        return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
-                               "plan: created on CUDA device %d, but the current device is %d", plan->device, dev);
+    if (const latte_status st = check_current_device(plan, &dev)) return st;
+    cudaError_t e = cudaSuccess;
 
     const MlaLayout L = mla_layout(plan, M, a->max_cache_len);
     if (workspace_bytes < L.total)  // the API layer checked this already; keep the slices honest regardless
@@ -686,11 +693,8 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
     const latte_mla_config &c = plan->config;
     const int64_t M = batch, dim = c.dim, dq = c.q_lora_rank, H = c.n_heads;
     int dev = -1;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e) return cuda_fail(e, "cudaGetDevice");
-    if (dev != plan->device)
-        return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
-                               "plan: created on CUDA device %d, but the current device is %d", plan->device, dev);
+    if (const latte_status st = check_current_device(plan, &dev)) return st;
+    cudaError_t e = cudaSuccess;
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     if ((e = cudaStreamIsCapturing(stream, &capture))) return cuda_fail(e, "cudaStreamIsCapturing");
     if (capture != cudaStreamCaptureStatusNone)
