@@ -20,8 +20,10 @@
 //           v3: the rotation in packed bf16 arithmetic (bitwise the reference's rounding, no fp32 conversions) with
 //           all of a thread's tables in 4 16-byte loads; the last tile of a sequence skips the S pairs and P·V
 //           k-steps of 16 tokens that are all ≥ T (T = 513: 1 valid token of 64).
-//   wgmma   (mla_attention_sm90.cu) Hopper warpgroup MMA from shared memory; chosen on compute capability 9.0 when
-//           the build has sm_90a code (LATTE_MLA_ATTENTION=mma forces the mma.sync kernel instead).
+//   wgmma   Hopper warpgroup MMA from shared memory, chosen on compute capability 9.0 when the build has sm_90a code:
+//           v3 (mla_attention_sm90_seesaw.cu, seesaw warpgroups fed by TMA) where the cache can be described as a
+//           TMA tensor map, else v2.1 (mla_attention_sm90.cu, cp.async). LATTE_MLA_ATTENTION=wgmma2 forces v2.1,
+//           =mma the mma.sync kernel.
 //   combine o_lat = Σ_s w_s·o_s, w_s = exp(lse_s − max) / Σ; NaN rows for invalid lengths.
 #include "cuda/mla_attention.cuh"
 #include "cuda/mla_attention_common.cuh"
@@ -562,12 +564,18 @@ __global__ void __launch_bounds__(kThreads) mla_attention_combine_kernel(const M
     }
 }
 
-// LATTE_MLA_ATTENTION=mma: the mma.sync kernel even where the wgmma one runs (a benchmark and bisection knob; read once).
-constexpr int kChoiceAuto = 0, kChoiceMma = 1;
+// LATTE_MLA_ATTENTION (a benchmark, test and bisection knob; read once): "mma" the mma.sync kernel even where the wgmma
+// ones run; "wgmma2" the v2.1 wgmma kernel instead of v3 (seesaw + TMA); "wgmma3" v3 or an error (no fallback to v2.1
+// where the cache cannot be described as a TMA map: the tests use it to know which kernel they checked).
+constexpr int kChoiceAuto = 0, kChoiceMma = 1, kChoiceWgmma2 = 2, kChoiceWgmma3 = 3;
 int attention_kernel_choice() {
     static const int choice = [] {
         const char *v = std::getenv("LATTE_MLA_ATTENTION");
-        return v != nullptr && std::strcmp(v, "mma") == 0 ? kChoiceMma : kChoiceAuto;
+        if (v == nullptr) return kChoiceAuto;
+        if (std::strcmp(v, "mma") == 0) return kChoiceMma;
+        if (std::strcmp(v, "wgmma2") == 0) return kChoiceWgmma2;
+        if (std::strcmp(v, "wgmma3") == 0) return kChoiceWgmma3;
+        return kChoiceAuto;
     }();
     return choice;
 }
@@ -663,7 +671,10 @@ cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t strea
     // With one split per sequence the fast kernel writes o_lat itself and there is no combine.
     bool combine = true;
     if (!simple_attention_requested() && attention_kernel_choice() != kChoiceMma && mla_attention_wgmma_available(device)) {
-        if ((e = mla_attention_wgmma_launch(p, device, stream)) != cudaSuccess) return e;
+        e = attention_kernel_choice() == kChoiceWgmma2 ? cudaErrorNotSupported : mla_attention_seesaw_launch(p, device, stream);
+        if (e == cudaErrorNotSupported && attention_kernel_choice() != kChoiceWgmma3)
+            e = mla_attention_wgmma_launch(p, device, stream);  // v2.1: no TMA map needed
+        if (e != cudaSuccess) return e;
         combine = p.n_splits > 1;
     } else if (!simple_attention_requested() && (size_t)smem_optin >= FastLayout<64>::kSmemBytes) {
         if ((e = prepare_fast_kernel<64>(device)) != cudaSuccess) return e;

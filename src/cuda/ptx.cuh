@@ -52,6 +52,16 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const uint32_t (&a
 }
 
 
+// Named barrier b (1..15; 0 is __syncthreads) for `count` threads (a multiple of 32): bar.sync waits until `count`
+// threads have arrived (counting itself); bar.arrive counts this thread without waiting. A producer warpgroup's
+// arrive and a consumer's sync order the producer's earlier memory accesses before the consumer's later ones.
+__device__ __forceinline__ void named_bar_sync(int b, int count) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(b), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_bar_arrive(int b, int count) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(b), "r"(count) : "memory");
+}
+
 // ---- Hopper (sm_90a) only: warpgroup MMA. On other targets these compile to nothing and are never reached (the
 //      launchers select the wgmma kernel only on a compute capability 9.0 device running sm_90a code). ----
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -152,6 +162,71 @@ __device__ __forceinline__ void wgmma_m64n256k16_ss_tb(float (&d)[128], uint64_t
                    "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
                    "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]),
                    "+f"(d[127])
+                 : "l"(a_desc), "l"(b_desc), "r"(1));  // scale-d = 1: D += A·B
+#else
+    (void)d, (void)a_desc, (void)b_desc;
+#endif
+}
+
+// ---- mbarrier + TMA (sm_90a): a tensor-map copy lands in shared memory and completes a transaction count on an
+//      mbarrier; waiting threads observe the barrier's phase flip. ----
+// Initialize the mbarrier at `bar` (8 bytes of smem) to expect `count` arrivals per phase.
+__device__ __forceinline__ void mbarrier_init(uint32_t bar, uint32_t count) {
+#if LATTE_PTX_SM90A
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+// Make this thread's mbarrier.init visible to the async proxy (the TMA unit) before any copy signals it.
+__device__ __forceinline__ void fence_mbarrier_init() {
+#if LATTE_PTX_SM90A
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
+}
+// Arrive on `bar` (one of its arrivals) and raise the bytes the current phase waits for by `bytes`.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+#if LATTE_PTX_SM90A
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+#endif
+}
+// Wait until the phase of `bar` with parity `parity` has completed (spins on try_wait, which suspends a while).
+__device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
+#if LATTE_PTX_SM90A
+    uint32_t done = 0;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+    } while (!done);
+#endif
+}
+// TMA: copy the box at coordinates (c0, c1, c2) of the 3-D tensor map `tmap` (a __grid_constant__ kernel parameter)
+// into shared memory at `dst`, in the map's swizzle; the bytes complete on mbarrier `bar`. Out-of-range parts of the
+// box are zero-filled.
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const void *tmap, int c0, int c1, int c2, uint32_t bar) {
+#if LATTE_PTX_SM90A
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
+        ::"r"(dst), "l"(reinterpret_cast<uint64_t>(tmap)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+        : "memory");
+#endif
+}
+
+// D (64x64 fp32, 32 per thread) += A (64x16 bf16, K-major, smem desc) · B (16x64 bf16, K-major, smem desc).
+// Fragment as for m64n32k16 (j = 0..7).
+__device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t a_desc, uint64_t b_desc) {
+#if LATTE_PTX_SM90A
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+        "%32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
+                   "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
+                   "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
+                   "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
                  : "l"(a_desc), "l"(b_desc), "r"(1));  // scale-d = 1: D += A·B
 #else
     (void)d, (void)a_desc, (void)b_desc;

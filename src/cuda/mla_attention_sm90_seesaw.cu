@@ -1,0 +1,531 @@
+// MLA decode: attention over the latent cache on Hopper (sm_90a), v3: "seesaw" warpgroups fed by TMA.
+//
+// What: the same function, schedule, partial format and combine as the other attention kernels (mla_attention.cu,
+// mla_attention_sm90.cu; shared/spec/mla-decode.md):
+//   s[h][t] = bf16(bf16(q_lat[h]·c[t] + q_pe[h]·k_pe[t]) · scale),  p = softmax_t(s),  o_lat[h] = Σ_t bf16(p)·c[t] / l,
+// one block per (sequence, split, 64 heads).
+// Why a third kernel: v2.1 (mla_attention_sm90.cu) is issue/latency bound (ncu: no eligible warp 52% of cycles): both
+// warpgroups compute S of the same tile at m64n32 (smem-bound: 3 KB of operands per 64 KFLOP), then both wait on the
+// same softmax, and every thread spends ~20 instructions a tile on cp.async.
+// The idea (FlashMLA's published schedule, our own code): tiles go in pairs (tile 2i in buffer 0, 2i+1 in buffer 1).
+//   warpgroup 0 owns S of buffer 0 and O_L (latent columns 0-255); warpgroup 1 owns S of buffer 1 and O_R (256-511).
+//   WG0: S0 = Q·K0ᵀ (m64n64, 36 wgmma) → m_a = max(M, rowmax S0), P0 = exp2(S0 − m_a) → publishes m_a →
+//        O_L = O_L·2^(M−m_a) + P0·V0_L (async) → waits for WG1's m_b and P1 → P0' = P0·2^(m_a−m_b) (the same as
+//        exp2(S0 − m_b) up to fp32 rounding) for WG1 → O_L = O_L·2^(m_a−m_b) + P1·V1_L.
+//   WG1: S1 = Q·K1ᵀ (at the same time as S0) → waits for m_a → m_b = max(m_a, rowmax S1), P1 = exp2(S1 − m_b) →
+//        publishes m_b, P1 → O_R = O_R·2^(M−m_b) + P1·V1_R (async) → waits for P0' → O_R += P0'·V0_R.
+//   So while one warpgroup does its softmax the other's wgmma run; S is m64n64 (4 KB of operands per 131 KFLOP).
+// Copies: TMA, one 64 × 64 box (8 KB, 128-byte swizzle: the layout wgmma reads) per chunk of 64 columns, one mbarrier
+//   per (buffer, chunk). A chunk is reloaded as soon as its last reader is done, by that reader's warpgroup:
+//     buffer 0 chunks 0-3 after WG0's P0·V0_L (early in the pair), chunks 4-8 after WG1's P0'·V0_R;
+//     buffer 1 chunks 4-8 after WG1's P1·V1_R (mid pair), chunks 0-3 after WG0's P1·V1_L (WG0 does not wait for
+//     that P·V: it issues the next S0's first 4 chunks behind it and releases the chunks in the middle of that S0).
+//   WG0 multiplies the chunks of its S in the order 0..8 and WG1 in the order 4..8, 0..3, so each starts on the chunks
+//   that were released first. The map covers rows 0..max_cache_len of every sequence (they exist: max_cache_len <
+//   capacity) and zero-fills beyond; rows ≥ T of a sequence's last tile hold other data (NaN in the tests) and
+//   0·NaN = NaN in P·V, so the owner warpgroup zeroes their latent part after its S (the scores are masked anyway).
+// Shared memory (1024-byte aligned; every operand chunk [64 rows][128 B], unit u of row r at u ^ (r % 8)):
+//   Q [64][576] 72 KB | KV [2][64][576] 144 KB | P1 [64][64] 8 KB | 18 mbarriers | m_a, m_b, row sums.
+//   P0 and P0' live in buffer 0's k_pe chunk (8), free once S0 has read it.
+// Keys' rope (reference convention): the S owner rotates its tile's k_pe chunk in smem before the chunk's 4 wgmma
+// (2 unit pairs per thread, tables loaded when the S starts), as v2.1 does.
+#include "cuda/mla_attention.cuh"
+#include "cuda/mla_attention_common.cuh"
+#include "cuda/ptx.cuh"
+
+#include <cuda.h>  // CUtensorMap and its enums (types only: the encoder is fetched from the driver at run time)
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+
+namespace latte {
+namespace {
+
+using namespace attention_detail;
+
+constexpr int kHeads = 64;                        // heads per block: the wgmma M
+constexpr int kThreads = 256;                     // 2 warpgroups
+constexpr int kTile = 64;                         // tokens per KV tile
+constexpr int kChunks = kMlaRow / 64;             // 9 chunks of 64 bf16 per row
+constexpr uint32_t kChunkBytes = 64 * 128;
+constexpr uint32_t kTileBytes = kChunks * kChunkBytes;  // 72 KB
+constexpr uint32_t kP1Off = 3 * kTileBytes;
+constexpr uint32_t kBarOff = kP1Off + kChunkBytes;      // mbarrier full[buffer][chunk], 8 bytes each
+constexpr uint32_t kStatOff = kBarOff + 256;
+constexpr uint32_t kStatBytes = 4 * kHeads * sizeof(float);  // m_a[64], m_b[64], row_sum[2][64]
+constexpr size_t kSmemBytes = kStatOff + kStatBytes + 1024;  // + slack to align the base to 1024 bytes
+static_assert(2 * kChunks * 8 <= 256, "mbarriers fit their slot");
+static_assert(kSmemBytes <= 232448, "fits the 227 KB a Hopper block may opt into");
+
+#if LATTE_PTX_SM90A  // the device-only part (the sm_80 image and the host pass do not see it)
+constexpr uint32_t kQOff = 0;
+constexpr uint32_t kKvOff = kTileBytes;  // [2] tiles
+// named barriers (0 is __syncthreads)
+constexpr int kBarMa = 1;  // WG0 arrives: m_a published; WG1 syncs
+constexpr int kBarP1 = 2;  // WG1 arrives: m_b and P1 published; WG0 syncs
+constexpr int kBarP0 = 3;  // WG0 arrives: P0' published, buffer 0's rows >= T zeroed; WG1 syncs
+constexpr int kBarWg = 4;  // + warpgroup: the 128 threads of one warpgroup
+
+__device__ __forceinline__ uint32_t unit_offset(int r, int c, int u) {
+    return (uint32_t)c * kChunkBytes + (uint32_t)r * 128u + ((uint32_t)(u ^ (r & 7)) << 4);
+}
+#endif
+
+// kExp: timing experiments that leave one stage out (wrong results; built only with -DLATTE_DEV_EXPERIMENTS, chosen by
+// LATTE_MLA_WGMMA_EXPERIMENT): 1 no KV copies after the first pair (the barriers complete with 0 bytes), 2 no S wgmma,
+// 3 no P·V wgmma, 4 no key rotation.
+template <int kExp>
+__global__ void __launch_bounds__(kThreads, 1)
+    mla_attention_seesaw_kernel(const __grid_constant__ CUtensorMap kv_map, const MlaAttentionParams p) {
+#if LATTE_PTX_SM90A
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const uint32_t raw_u32 = ptx::smem_u32(smem_raw);
+    unsigned char *smem = smem_raw + (((raw_u32 + 1023u) & ~1023u) - raw_u32);
+    const uint32_t base = ptx::smem_u32(smem);
+    float *s_ma = reinterpret_cast<float *>(smem + kStatOff);  // [64]
+    float *s_mb = s_ma + kHeads;                                // [64]
+    float *row_sum = s_mb + kHeads;                             // [2][64]
+
+    const int n_groups = (p.n_heads + kHeads - 1) / kHeads;
+    const int group = blockIdx.x % n_groups;
+    const int split = (blockIdx.x / n_groups) % p.n_splits;
+    const int b = blockIdx.x / n_groups / p.n_splits;
+    const int head0 = group * kHeads;
+    const int heads = min(kHeads, p.n_heads - head0);
+    const int tid = threadIdx.x;
+
+    const int len = p.cache_lens[b];
+    if (!length_is_valid(len, p.max_cache_len)) {  // read nothing; NaN rows (the combine writes them if it runs)
+        if (p.n_splits == 1) {
+            const uint4 nan8 = make_uint4(0x7fc07fc0u, 0x7fc07fc0u, 0x7fc07fc0u, 0x7fc07fc0u);  // 8 bf16 NaN
+            uint4 *out = reinterpret_cast<uint4 *>(p.o_lat + ((size_t)b * p.n_heads + head0) * kMlaLatent);
+            for (int i = tid; i < heads * kMlaLatent / 8; i += kThreads) out[i] = nan8;
+        }
+        return;
+    }
+    const int T = len + 1;
+    const int tok_begin = split * p.split_len;
+    const int tok_end = min(T, tok_begin + p.split_len);
+    if (tok_begin >= tok_end) {  // empty split: the combine never reads its o_partial
+        if (tid < heads) p.lse_partial[((size_t)split * p.batch + b) * p.n_heads + head0 + tid] = -INFINITY;
+        return;
+    }
+    const int n_tiles = (tok_end - tok_begin + kTile - 1) / kTile;
+
+    const int warp = tid / 32, lane = tid % 32;
+    // the warpgroup index through a shuffle: ptxas then knows it is warp-uniform, and the wgmma in the per-warpgroup
+    // branches stay asynchronous (otherwise it serializes them: "wgmma ... serialized ... in divergent path")
+    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0), wtid = tid % 128;
+    const int g = lane / 4, t4 = lane % 4;
+    const int r0 = 16 * (warp % 4) + g, r1 = r0 + 8;  // the two head rows of this thread's accumulator fragments
+
+    const uint32_t bar0 = base + kBarOff;
+    auto full_bar = [&](int buf, int c) { return bar0 + 8u * (uint32_t)(buf * kChunks + c); };
+    auto tile_base = [&](int buf) { return base + kKvOff + (uint32_t)buf * kTileBytes; };
+    // chunks [c_begin, c_end) of `tile` into buffer `buf` (one thread)
+    auto issue_copies = [&](int tile, int buf, int c_begin, int c_end) {
+        for (int c = c_begin; c < c_end; ++c) {
+            if (kExp == 1 && tile > 1) {
+                ptx::mbarrier_arrive_expect_tx(full_bar(buf, c), 0);
+                continue;
+            }
+            ptx::mbarrier_arrive_expect_tx(full_bar(buf, c), kChunkBytes);
+            ptx::tma_load_3d(tile_base(buf) + (uint32_t)c * kChunkBytes, &kv_map, 64 * c, tok_begin + tile * kTile, b,
+                             full_bar(buf, c));
+        }
+    };
+
+    if (tid == 0) {
+        for (int i = 0; i < 2 * kChunks; ++i) ptx::mbarrier_init(bar0 + 8u * i, 1);
+        ptx::fence_mbarrier_init();
+    }
+    // ---- Q, once, by every thread (cp.async; head rows beyond n_heads zero-filled) ----
+    {
+        const __nv_bfloat16 *q_seq = p.q + (size_t)b * p.q_batch_stride;
+#pragma unroll 1
+        for (int i = tid; i < kHeads * kChunks * 8; i += kThreads) {
+            const int r = i / (kChunks * 8), cu = i % (kChunks * 8);
+            const bool valid = r < heads;
+            const __nv_bfloat16 *src = q_seq + (size_t)(valid ? head0 + r : head0) * p.q_head_stride + 8 * cu;
+            ptx::cp_async_16(base + kQOff + unit_offset(r, cu / 8, cu % 8), src, valid);
+        }
+        ptx::cp_async_commit();
+    }
+    __syncthreads();  // the mbarriers are initialized
+    if (tid == 0) {
+        issue_copies(0, 0, 0, kChunks);
+        if (n_tiles > 1) issue_copies(1, 1, 0, kChunks);
+    }
+    ptx::cp_async_wait<0>();
+    ptx::fence_proxy_async_smem();  // Q, visible to wgmma
+    __syncthreads();
+
+    const bool rotate = p.rope_cos != nullptr;
+    const int my_buf = wg;  // the buffer whose S this warpgroup computes
+    // S descriptors: A = Q chunk c (K-major), B = the tile's token rows (K-major); a k-step adds 32 bytes (2 units)
+    const uint64_t q_desc0 = ptx::wgmma_desc_sw128(base + kQOff, 16, 1024);
+    const uint64_t k_desc0 = ptx::wgmma_desc_sw128(tile_base(my_buf), 16, 1024);
+    // P·V: A = P (K-major over tokens), B = latent chunks 4·wg..+4 of a tile (MN-major: 8 KB between blocks of 64
+    // columns, 1 KB between groups of 8 token rows); a k-step of 16 tokens adds 32 bytes to A and 2 KB to B
+    const uint64_t p0_desc = ptx::wgmma_desc_sw128(tile_base(0) + 8 * kChunkBytes, 16, 1024);  // P0 / P0'
+    const uint64_t p1_desc = ptx::wgmma_desc_sw128(base + kP1Off, 16, 1024);
+    const uint64_t v0_desc = ptx::wgmma_desc_sw128(tile_base(0) + 4 * wg * kChunkBytes, kChunkBytes, 1024);
+    const uint64_t v1_desc = ptx::wgmma_desc_sw128(tile_base(1) + 4 * wg * kChunkBytes, kChunkBytes, 1024);
+
+    float o[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) o[i] = 0.f;
+    float s[32];
+    float m_run0 = -INFINITY, m_run1 = -INFINITY;  // M: the running row max (log2 domain) both warpgroups agree on
+    float l0 = 0.f, l1 = 0.f;  // this thread's share of the row sums of the tiles this warpgroup computed S of
+
+    // WG0 leaves P·V1_L of the previous pair in flight when it starts S0: buffer 1's chunks 0-3 of tile
+    // `release1_tile` (-1: none) are copied once that P·V is done, which compute_s waits for after its first 4 chunks
+    int release1_tile = -1;
+    // S = Q·Kᵀ of the tile in this warpgroup's buffer (pair `pair`), the k_pe chunk rotated first; waited for.
+    auto compute_s = [&](int tile, uint32_t parity) {
+        const int t_first = tok_begin + tile * kTile;
+        // this thread's two k_pe unit pairs: rows wtid/4 and wtid/4 + 32, rope dims 8u..8u+7 and 32 + 8u..
+        const int pe_row = wtid / 4, pe_u = wtid % 4;
+        uint4 tab[2][4];
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            const int t = t_first + pe_row + 32 * k;
+            if (rotate && t < T) {
+                const uint4 *c = reinterpret_cast<const uint4 *>(p.rope_cos + (size_t)t * kMlaRope) + pe_u;
+                const uint4 *sn = reinterpret_cast<const uint4 *>(p.rope_sin + (size_t)t * kMlaRope) + pe_u;
+                tab[k][0] = __ldg(c), tab[k][1] = __ldg(c + 4), tab[k][2] = __ldg(sn), tab[k][3] = __ldg(sn + 4);
+            } else {
+                tab[k][0] = tab[k][1] = tab[k][2] = tab[k][3] = make_uint4(0, 0, 0, 0);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < 32; ++i) s[i] = 0.f;
+        ptx::wgmma_fence();
+        // chunk order: WG0 0..8, WG1 4..8 then 0..3 (the chunks each gets back first); the k_pe chunk 8 is rotated
+        // by this warpgroup right before its 4 wgmma
+#pragma unroll 1
+        for (int i = 0; i < kChunks; ++i) {
+            const int c = wg == 0 ? i : (i < 5 ? i + 4 : i - 5);
+            ptx::mbarrier_wait(full_bar(my_buf, c), parity);
+            if (c == 8 && rotate && kExp != 4) {
+                unsigned char *tile_ptr = smem + kKvOff + my_buf * kTileBytes;
+#pragma unroll
+                for (int k = 0; k < 2; ++k) {
+                    const int row = pe_row + 32 * k;
+                    if (t_first + row < T) {
+                        uint4 *lo_ptr = reinterpret_cast<uint4 *>(tile_ptr + unit_offset(row, 8, pe_u));
+                        uint4 *hi_ptr = reinterpret_cast<uint4 *>(tile_ptr + unit_offset(row, 8, pe_u + 4));
+                        uint4 x_lo = *lo_ptr, x_hi = *hi_ptr;
+                        rotate_pair(x_lo.x, x_hi.x, tab[k][0].x, tab[k][1].x, tab[k][2].x, tab[k][3].x);
+                        rotate_pair(x_lo.y, x_hi.y, tab[k][0].y, tab[k][1].y, tab[k][2].y, tab[k][3].y);
+                        rotate_pair(x_lo.z, x_hi.z, tab[k][0].z, tab[k][1].z, tab[k][2].z, tab[k][3].z);
+                        rotate_pair(x_lo.w, x_hi.w, tab[k][0].w, tab[k][1].w, tab[k][2].w, tab[k][3].w);
+                        *lo_ptr = x_lo;
+                        *hi_ptr = x_hi;
+                    }
+                }
+                ptx::fence_proxy_async_smem();  // the rotated keys, visible to wgmma
+                ptx::named_bar_sync(kBarWg + wg, 128);
+            }
+            const uint64_t qd = q_desc0 + (uint64_t)(c * (kChunkBytes >> 4));
+            const uint64_t kd = k_desc0 + (uint64_t)(c * (kChunkBytes >> 4));
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk)
+                if (kExp != 2) ptx::wgmma_m64n64k16_ss(s, qd + 2 * kk, kd + 2 * kk);
+            if (wg == 0 && i == 3) {  // groups: [P1·V1_L of the previous pair] [S chunks 0-3]
+                ptx::wgmma_commit();
+                ptx::wgmma_wait<1>();  // P1·V1_L done: buffer 1's chunks 0-3 and P1 are free
+                if (wtid == 0 && release1_tile >= 0) issue_copies(release1_tile, 1, 0, 4);
+                release1_tile = -1;
+            }
+        }
+        ptx::wgmma_commit();
+        ptx::wgmma_wait<0>();
+        // scores as the reference rounds them (log2 domain); tokens ≥ T masked
+        const int tok0 = t_first + 2 * t4;
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const bool valid = tok0 + 8 * j + e < T;
+                s[4 * j + e] = valid ? score_log2(s[4 * j + e], p.softmax_scale) : -INFINITY;
+                s[4 * j + 2 + e] = valid ? score_log2(s[4 * j + 2 + e], p.softmax_scale) : -INFINITY;
+            }
+    };
+    auto row_max = [&](float &mx0, float &mx1) {
+        mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            mx0 = fmaxf(mx0, fmaxf(s[4 * j], s[4 * j + 1]));
+            mx1 = fmaxf(mx1, fmaxf(s[4 * j + 2], s[4 * j + 3]));
+        }
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    };
+    // s ← exp2(s − m) in fp32 (m = −inf: nothing valid yet, every s is −inf and becomes 0)
+    auto exponentiate = [&](float m0, float m1) {
+        const float sub0 = m0 == -INFINITY ? 0.f : m0, sub1 = m1 == -INFINITY ? 0.f : m1;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            s[4 * j] = exp2f(s[4 * j] - sub0), s[4 * j + 1] = exp2f(s[4 * j + 1] - sub0);
+            s[4 * j + 2] = exp2f(s[4 * j + 2] - sub1), s[4 * j + 3] = exp2f(s[4 * j + 3] - sub1);
+        }
+    };
+    // bf16(s · f) into the P tile at `p_tile` (row-major [64 heads][64 tokens], swizzled); returns the rows' sums
+    // of what was stored
+    auto store_p = [&](unsigned char *p_tile, float f0, float f1, float &sum0, float &sum1) {
+        sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {  // tokens 8j + 2·t4, +1: 16-byte unit j of the row
+            const __nv_bfloat162 v0 = __floats2bfloat162_rn(s[4 * j] * f0, s[4 * j + 1] * f0);
+            const __nv_bfloat162 v1 = __floats2bfloat162_rn(s[4 * j + 2] * f1, s[4 * j + 3] * f1);
+            sum0 += __low2float(v0) + __high2float(v0);
+            sum1 += __low2float(v1) + __high2float(v1);
+            *reinterpret_cast<__nv_bfloat162 *>(p_tile + r0 * 128 + ((j ^ (r0 & 7)) << 4) + 4 * t4) = v0;
+            *reinterpret_cast<__nv_bfloat162 *>(p_tile + r1 * 128 + ((j ^ (r1 & 7)) << 4) + 4 * t4) = v1;
+        }
+    };
+    // the latent part of rows ≥ T of `tile` in buffer `buf` ← 0 (only a sequence's last, partial tile)
+    auto zero_tail = [&](int tile, int buf) {
+        const int rows_valid = T - (tok_begin + tile * kTile);
+        if (rows_valid >= kTile) return;
+        unsigned char *tile_ptr = smem + kKvOff + buf * kTileBytes;
+        for (int i = wtid; i < (kTile - rows_valid) * 64; i += 128) {
+            const int row = rows_valid + i / 64, cu = i % 64;  // every unit of the row's chunks 0-7
+            *reinterpret_cast<uint4 *>(tile_ptr + (cu / 8) * kChunkBytes + row * 128 + (cu % 8) * 16) =
+                make_uint4(0, 0, 0, 0);
+        }
+    };
+    auto scale_o = [&](float a0, float a1) {
+        if (__any_sync(0xffffffffu, a0 != 1.f || a1 != 1.f)) {
+#pragma unroll
+            for (int j = 0; j < 32; ++j) {
+                o[4 * j] *= a0, o[4 * j + 1] *= a0;
+                o[4 * j + 2] *= a1, o[4 * j + 3] *= a1;
+            }
+        }
+    };
+    auto issue_pv = [&](uint64_t a_desc, uint64_t b_desc) {
+        ptx::wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+            if (kExp != 3) ptx::wgmma_m64n256k16_ss_tb(o, a_desc + 2 * kk, b_desc + (uint64_t)(kk * (2048 >> 4)));
+        ptx::wgmma_commit();
+    };
+    // 2^(from − to) for a running max that moved from `from` to `to` (1 while both are −inf)
+    const auto rescale = [](float from, float to) { return to == -INFINITY ? 1.f : exp2f(from - to); };
+
+    // Each warpgroup runs its own loop over the pairs (one loop with the branch inside would let ptxas see a path from
+    // WG0's P·V left in flight into WG1's code, and serialize the wgmma).
+    if (wg == 0) {
+#pragma unroll 1
+        for (int pair = 0; 2 * pair < n_tiles; ++pair) {
+            const int tile0 = 2 * pair, tile1 = tile0 + 1;
+            const bool has1 = tile1 < n_tiles;
+            const uint32_t parity = (uint32_t)pair & 1u;
+            // ---- WG0: S0, m_a, P0·V0_L; then P0' for WG1 and P1·V1_L ----
+            compute_s(tile0, parity);
+            float mx0, mx1;
+            row_max(mx0, mx1);
+            const float ma0 = fmaxf(m_run0, mx0), ma1 = fmaxf(m_run1, mx1);
+            if (t4 == 0) s_ma[r0] = ma0, s_ma[r1] = ma1;
+            ptx::named_bar_arrive(kBarMa, 256);
+            exponentiate(ma0, ma1);
+            zero_tail(tile0, 0);  // S0 has read the tile; P·V of both warpgroups come after this
+            unsigned char *p0_tile = smem + kKvOff + 8 * kChunkBytes;
+            float sum0, sum1;
+            store_p(p0_tile, 1.f, 1.f, sum0, sum1);  // P0 (its sums are not used: l counts P0')
+            ptx::fence_proxy_async_smem();
+            ptx::named_bar_sync(kBarWg, 128);
+            scale_o(rescale(m_run0, ma0), rescale(m_run1, ma1));
+            issue_pv(p0_desc, v0_desc);  // O_L += P0·V0_L
+            ptx::named_bar_sync(kBarP1, 256);  // m_b (and P1) from WG1
+            const float mb0 = s_mb[r0], mb1 = s_mb[r1];
+            const float ab0 = rescale(ma0, mb0), ab1 = rescale(ma1, mb1);
+            ptx::wgmma_wait<0>();  // P0·V0_L done: buffer 0's chunks 0-3 and P0 are free
+            if (wtid == 0 && tile0 + 2 < n_tiles) issue_copies(tile0 + 2, 0, 0, 4);
+            store_p(p0_tile, ab0, ab1, sum0, sum1);  // P0' = P0·2^(m_a − m_b)
+            ptx::fence_proxy_async_smem();
+            ptx::named_bar_arrive(kBarP0, 256);
+            l0 = l0 * rescale(m_run0, mb0) + sum0;
+            l1 = l1 * rescale(m_run1, mb1) + sum1;
+            scale_o(ab0, ab1);
+            if (has1) {
+#pragma unroll 1
+                for (int c = 0; c < 4; ++c) ptx::mbarrier_wait(full_bar(1, c), parity);
+                issue_pv(p1_desc, v1_desc);  // O_L += P1·V1_L, waited for in the next S0 (or after the loop)
+                if (tile1 + 2 < n_tiles) release1_tile = tile1 + 2;
+            }
+            m_run0 = mb0, m_run1 = mb1;
+        }
+        ptx::wgmma_wait<0>();  // the last P1·V1_L
+    } else {
+#pragma unroll 1
+        for (int pair = 0; 2 * pair < n_tiles; ++pair) {
+            const int tile0 = 2 * pair, tile1 = tile0 + 1;
+            const bool has1 = tile1 < n_tiles;
+            const uint32_t parity = (uint32_t)pair & 1u;
+            // ---- WG1: S1 (with S0), m_b, P1·V1_R; then P0'·V0_R ----
+            float mx0 = -INFINITY, mx1 = -INFINITY;
+            if (has1) {
+                compute_s(tile1, parity);
+                row_max(mx0, mx1);
+            }
+            ptx::named_bar_sync(kBarMa, 256);
+            const float mb0 = fmaxf(s_ma[r0], mx0), mb1 = fmaxf(s_ma[r1], mx1);
+            if (t4 == 0) s_mb[r0] = mb0, s_mb[r1] = mb1;
+            float sum0 = 0.f, sum1 = 0.f;
+            if (has1) {
+                exponentiate(mb0, mb1);
+                store_p(smem + kP1Off, 1.f, 1.f, sum0, sum1);
+                zero_tail(tile1, 1);
+            }
+            ptx::fence_proxy_async_smem();
+            ptx::named_bar_sync(kBarWg + 1, 128);  // P1 and the zeroed rows, visible to this warpgroup's wgmma
+            ptx::named_bar_arrive(kBarP1, 256);    // ... and to WG0's
+            l0 = l0 * rescale(m_run0, mb0) + sum0;
+            l1 = l1 * rescale(m_run1, mb1) + sum1;
+            scale_o(rescale(m_run0, mb0), rescale(m_run1, mb1));
+            if (has1) issue_pv(p1_desc, v1_desc);  // O_R += P1·V1_R
+            ptx::named_bar_sync(kBarP0, 256);      // P0' and buffer 0's zeroed rows from WG0
+            issue_pv(p0_desc, v0_desc);            // O_R += P0'·V0_R
+            if (has1) {
+                ptx::wgmma_wait<1>();  // P1·V1_R done: buffer 1's chunks 4-8 are free
+                if (wtid == 0 && tile1 + 2 < n_tiles) issue_copies(tile1 + 2, 1, 4, kChunks);
+            }
+            ptx::wgmma_wait<0>();      // P0'·V0_R done: buffer 0's chunks 4-8 are free
+            if (wtid == 0 && tile0 + 2 < n_tiles) issue_copies(tile0 + 2, 0, 4, kChunks);
+            m_run0 = mb0, m_run1 = mb1;
+        }
+    }
+
+    // ---- row sums: this thread's share → quad → both warpgroups ----
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    if (t4 == 0) {
+        row_sum[wg * kHeads + r0] = l0;
+        row_sum[wg * kHeads + r1] = l1;
+    }
+    __syncthreads();
+    const float lt0 = row_sum[r0] + row_sum[kHeads + r0], lt1 = row_sum[r1] + row_sum[kHeads + r1];
+
+    // ---- output: one split per sequence, the normalized o_lat in bf16; else the split's normalized partial output
+    //      (fp32) and its natural-log LSE ----
+    const int col0 = 256 * wg + 2 * t4;
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+        const int r = hh == 0 ? r0 : r1;
+        if (r >= heads) continue;
+        const float inv_l = 1.f / (hh == 0 ? lt0 : lt1);
+        if (p.n_splits == 1) {
+            __nv_bfloat16 *dst = p.o_lat + ((size_t)b * p.n_heads + head0 + r) * kMlaLatent + col0;
+#pragma unroll
+            for (int j = 0; j < 32; ++j)
+                *reinterpret_cast<__nv_bfloat162 *>(dst + 8 * j) =
+                    __floats2bfloat162_rn(o[4 * j + 2 * hh] * inv_l, o[4 * j + 2 * hh + 1] * inv_l);
+        } else {
+            const size_t row_out = ((size_t)split * p.batch + b) * p.n_heads + head0 + r;
+            float *dst = p.o_partial + row_out * kMlaLatent + col0;
+#pragma unroll
+            for (int j = 0; j < 32; ++j)
+                *reinterpret_cast<float2 *>(dst + 8 * j) =
+                    make_float2(o[4 * j + 2 * hh] * inv_l, o[4 * j + 2 * hh + 1] * inv_l);
+            if (wg == 0 && t4 == 0)
+                p.lse_partial[row_out] = ((hh == 0 ? m_run0 : m_run1) + log2f(hh == 0 ? lt0 : lt1)) * kLn2;
+        }
+    }
+#else
+    (void)kv_map, (void)p;
+#endif  // LATTE_PTX_SM90A
+}
+
+// ---- host side: the tensor map of the cache ----
+typedef CUresult (*EncodeTiledFn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                  const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                                  CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// cuTensorMapEncodeTiled from the driver (once; nullptr where the driver has none): the runtime hands out driver
+// entry points, so the library needs no link against libcuda.
+EncodeTiledFn encode_tiled_fn() {
+    static EncodeTiledFn fn = nullptr;
+    static std::once_flag once;
+    std::call_once(once, [] {
+        void *ptr = nullptr;
+        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+        const cudaError_t e =
+            cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q);
+#else
+        const cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &ptr, cudaEnableDefault, &q);
+#endif
+        if (e == cudaSuccess && q == cudaDriverEntryPointSuccess) fn = reinterpret_cast<EncodeTiledFn>(ptr);
+        else (void)cudaGetLastError();  // leave no sticky error behind for the caller's next check
+    });
+    return fn;
+}
+
+// The cache as a 3-D tensor (576 columns, rows 0..max_cache_len, batch), boxes of 64 × 64 in the 128-byte swizzle.
+// false: TMA cannot describe this cache (a stride or the base address the unit cannot take): use v2.1.
+bool encode_kv_map(const MlaAttentionParams &p, CUtensorMap *map) {
+    const EncodeTiledFn fn = encode_tiled_fn();
+    if (fn == nullptr) return false;
+    const uint64_t row_bytes = (uint64_t)p.cache_row_stride * 2;
+    const uint64_t rows = (uint64_t)p.max_cache_len + 1;
+    // one sequence: its stride is never used; give the unit a legal one
+    const uint64_t batch_bytes = p.batch > 1 ? (uint64_t)p.cache_batch_stride * 2 : rows * row_bytes;
+    if (reinterpret_cast<uintptr_t>(p.kv_cache) % 16 != 0 || row_bytes % 16 != 0 || batch_bytes % 16 != 0 ||
+        row_bytes >= (1ull << 40) || batch_bytes >= (1ull << 40) || rows > 0xffffffffull)
+        return false;
+    const cuuint64_t dims[3] = {(cuuint64_t)kMlaRow, (cuuint64_t)rows, (cuuint64_t)p.batch};
+    const cuuint64_t strides[2] = {(cuuint64_t)row_bytes, (cuuint64_t)batch_bytes};
+    const cuuint32_t box[3] = {64, (cuuint32_t)kTile, 1};
+    const cuuint32_t elem_strides[3] = {1, 1, 1};
+    return fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<__nv_bfloat16 *>(p.kv_cache), dims, strides, box,
+              elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+template <int kExp>
+cudaError_t launch_seesaw(const MlaAttentionParams &p, const CUtensorMap &map, int device, cudaStream_t stream) {
+    static std::atomic<unsigned long long> done_mask{0};
+    const unsigned long long bit = device >= 0 && device < 64 ? 1ull << device : 0ull;
+    if (bit == 0 || !(done_mask.load(std::memory_order_acquire) & bit)) {
+        const cudaError_t e = cudaFuncSetAttribute(mla_attention_seesaw_kernel<kExp>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBytes);
+        if (e != cudaSuccess) return e;
+        done_mask.fetch_or(bit, std::memory_order_acq_rel);
+    }
+    const long long blocks = (long long)p.n_splits * p.batch * ((p.n_heads + kHeads - 1) / kHeads);
+    if (blocks > 0x7fffffffLL) return cudaErrorInvalidValue;
+    mla_attention_seesaw_kernel<kExp><<<(unsigned)blocks, kThreads, kSmemBytes, stream>>>(map, p);
+    return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t mla_attention_seesaw_launch(const MlaAttentionParams &p, int device, cudaStream_t stream) {
+    CUtensorMap map;
+    if (!encode_kv_map(p, &map)) return cudaErrorNotSupported;
+#if defined(LATTE_DEV_EXPERIMENTS)
+    static const int exp = [] {
+        const char *v = getenv("LATTE_MLA_WGMMA_EXPERIMENT");
+        return v ? atoi(v) : 0;
+    }();
+    switch (exp) {
+        case 1: return launch_seesaw<1>(p, map, device, stream);
+        case 2: return launch_seesaw<2>(p, map, device, stream);
+        case 3: return launch_seesaw<3>(p, map, device, stream);
+        case 4: return launch_seesaw<4>(p, map, device, stream);
+        default: break;
+    }
+#endif
+    return launch_seesaw<0>(p, map, device, stream);
+}
+
+}  // namespace latte
