@@ -20,8 +20,9 @@
 //     buffer 0 chunks 0-3 after WG0's P0·V0_L (early in the pair), chunks 4-8 after WG1's P0'·V0_R;
 //     buffer 1 chunks 4-8 after WG1's P1·V1_R (mid pair), chunks 0-3 after WG0's P1·V1_L (WG0 does not wait for
 //     that P·V: it issues the next S0's first 4 chunks behind it and releases the chunks in the middle of that S0).
-//   WG0 multiplies the chunks of its S in the order 0..8 and WG1 in the order 4..8, 0..3, so each starts on the chunks
-//   that were released first. The map covers rows 0..max_cache_len of every sequence (they exist: max_cache_len <
+//   WG0 multiplies the chunks of its S in the order 0..3, 8, 4..7 and WG1 in the order 4..8, 0..3, so each starts on
+//   the chunks that were released first; of chunks 4-8 the k_pe chunk is copied first, so that its rotation overlaps
+//   the arrival of the rest. The map covers rows 0..max_cache_len of every sequence (they exist: max_cache_len <
 //   capacity) and zero-fills beyond; rows ≥ T of a sequence's last tile hold other data (NaN in the tests) and
 //   0·NaN = NaN in P·V, so the owner warpgroup zeroes their latent part after its S (the scores are masked anyway).
 // Shared memory (1024-byte aligned; every operand chunk [64 rows][128 B], unit u of row r at u ^ (r % 8)):
@@ -124,8 +125,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     auto full_bar = [&](int buf, int c) { return bar0 + 8u * (uint32_t)(buf * kChunks + c); };
     auto tile_base = [&](int buf) { return base + kKvOff + (uint32_t)buf * kTileBytes; };
     // chunks [c_begin, c_end) of `tile` into buffer `buf` (one thread)
+    // (chunks 4-8 go k_pe chunk first: it lands first and its rotation overlaps the arrival of the others)
     auto issue_copies = [&](int tile, int buf, int c_begin, int c_end) {
-        for (int c = c_begin; c < c_end; ++c) {
+        for (int i = c_begin; i < c_end; ++i) {
+            const int c = c_end == kChunks ? (i == c_begin ? kChunks - 1 : i - 1) : i;
             if (kExp == 1 && tile > 1) {
                 ptx::mbarrier_arrive_expect_tx(full_bar(buf, c), 0);
                 continue;
@@ -203,11 +206,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int i = 0; i < 32; ++i) s[i] = 0.f;
         ptx::wgmma_fence();
-        // chunk order: WG0 0..8, WG1 4..8 then 0..3 (the chunks each gets back first); the k_pe chunk 8 is rotated
-        // by this warpgroup right before its 4 wgmma
+        // chunk order: WG0 0..3, 8, 4..7, WG1 4..8 then 0..3 (the chunks each gets back first); the k_pe chunk 8 is
+        // rotated by this warpgroup right before its 4 wgmma
 #pragma unroll 1
         for (int i = 0; i < kChunks; ++i) {
-            const int c = wg == 0 ? i : (i < 5 ? i + 4 : i - 5);
+            const int c = wg == 0 ? (i < 4 ? i : (i == 4 ? 8 : i - 1)) : (i < 5 ? i + 4 : i - 5);
             ptx::mbarrier_wait(full_bar(my_buf, c), parity);
             if (c == 8 && rotate && kExp != 4) {
                 unsigned char *tile_ptr = smem + kKvOff + my_buf * kTileBytes;
