@@ -54,7 +54,7 @@ constexpr uint32_t kTileBytes = kChunks * kChunkBytes;  // 72 KB
 constexpr uint32_t kP1Off = 3 * kTileBytes;
 constexpr uint32_t kBarOff = kP1Off + kChunkBytes;      // mbarrier full[buffer][chunk], 8 bytes each
 constexpr uint32_t kStatOff = kBarOff + 256;
-constexpr uint32_t kStatBytes = 4 * kHeads * sizeof(float);  // m_a[64], m_b[64], row_sum[2][64]
+constexpr uint32_t kStatBytes = 6 * kHeads * sizeof(float);  // m_a[2][64], m_b[2][64] (by pair parity), row_sum[2][64]
 constexpr size_t kSmemBytes = kStatOff + kStatBytes + 1024;  // + slack to align the base to 1024 bytes
 static_assert(2 * kChunks * 8 <= 256, "mbarriers fit their slot");
 static_assert(kSmemBytes <= 232448, "fits the 227 KB a Hopper block may opt into");
@@ -84,9 +84,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t raw_u32 = ptx::smem_u32(smem_raw);
     unsigned char *smem = smem_raw + (((raw_u32 + 1023u) & ~1023u) - raw_u32);
     const uint32_t base = ptx::smem_u32(smem);
-    float *s_ma = reinterpret_cast<float *>(smem + kStatOff);  // [64]
-    float *s_mb = s_ma + kHeads;                                // [64]
-    float *row_sum = s_mb + kHeads;                             // [2][64]
+    // m_a and m_b in two slots by pair parity: a pair's write never lands in the slot the other warpgroup read in
+    // the previous pair (that order would rest on a bar.arrive alone, which compute-sanitizer's racecheck reports)
+    float *s_ma = reinterpret_cast<float *>(smem + kStatOff);  // [2][64]
+    float *s_mb = s_ma + 2 * kHeads;                            // [2][64]
+    float *row_sum = s_mb + 2 * kHeads;                         // [2][64]
 
     const int n_groups = (p.n_heads + kHeads - 1) / kHeads;
     const int group = blockIdx.x % n_groups;
@@ -335,7 +337,8 @@ __global__ void __launch_bounds__(kThreads, 1)
             float mx0, mx1;
             row_max(mx0, mx1);
             const float ma0 = fmaxf(m_run0, mx0), ma1 = fmaxf(m_run1, mx1);
-            if (t4 == 0) s_ma[r0] = ma0, s_ma[r1] = ma1;
+            float *ma_slot = s_ma + (pair & 1) * kHeads, *mb_slot = s_mb + (pair & 1) * kHeads;
+            if (t4 == 0) ma_slot[r0] = ma0, ma_slot[r1] = ma1;
             ptx::named_bar_arrive(kBarMa, 256);
             exponentiate(ma0, ma1);
             zero_tail(tile0, 0);  // S0 has read the tile; P·V of both warpgroups come after this
@@ -347,7 +350,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             scale_o(rescale(m_run0, ma0), rescale(m_run1, ma1));
             issue_pv(p0_desc, v0_desc);  // O_L += P0·V0_L
             ptx::named_bar_sync(kBarP1, 256);  // m_b (and P1) from WG1
-            const float mb0 = s_mb[r0], mb1 = s_mb[r1];
+            const float mb0 = mb_slot[r0], mb1 = mb_slot[r1];
             const float ab0 = rescale(ma0, mb0), ab1 = rescale(ma1, mb1);
             ptx::wgmma_wait<0>();  // P0·V0_L done: buffer 0's chunks 0-3 and P0 are free
             if (wtid == 0 && tile0 + 2 < n_tiles) issue_copies(tile0 + 2, 0, 0, 4);
@@ -379,8 +382,10 @@ __global__ void __launch_bounds__(kThreads, 1)
                 row_max(mx0, mx1);
             }
             ptx::named_bar_sync(kBarMa, 256);
-            const float mb0 = fmaxf(s_ma[r0], mx0), mb1 = fmaxf(s_ma[r1], mx1);
-            if (t4 == 0) s_mb[r0] = mb0, s_mb[r1] = mb1;
+            const float *ma_slot = s_ma + (pair & 1) * kHeads;
+            float *mb_slot = s_mb + (pair & 1) * kHeads;
+            const float mb0 = fmaxf(ma_slot[r0], mx0), mb1 = fmaxf(ma_slot[r1], mx1);
+            if (t4 == 0) mb_slot[r0] = mb0, mb_slot[r1] = mb1;
             float sum0 = 0.f, sum1 = 0.f;
             if (has1) {
                 exponentiate(mb0, mb1);
