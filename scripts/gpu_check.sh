@@ -122,7 +122,7 @@ ctest_step() { # NAME LABEL EXTRA_ENV
 }
 run_step cpu-test && ctest_step cpu-test cpu 240 "" "$JOBS"
 run_step gpu-test && ctest_step gpu-test gpu 240 "LATTE_REQUIRE_GPU=1" 2
-# gpu_mla once more under each attention kernel (v3 = seesaw + TMA, v2.1 = the default, mma.sync), quick cases
+# gpu_mla once more under each attention kernel the default does not take (v3 required, v2.1, mma.sync), quick cases
 want gpu-test && [ "$BUILD_OK" = 1 ] && { STEP_T0=$(date +%s); av=${GPU_CHECK_ATTENTION_KERNELS:-wgmma3 wgmma2 mma}; bad=""; for v in $av; do [ "$(left)" -gt 40 ] || { bad="$bad $v(no time)"; continue; }; section "$OUT/tests.log" "gpu_mla, LATTE_MLA_ATTENTION=$v (quick)"; (cd "$BUILD/tests" && LATTE_MLA_ATTENTION=$v LATTE_TEST_QUICK=1 LATTE_TEST_NO_TUNE=1 LATTE_REQUIRE_GPU=1 timeout "$(cap 120)" ./gpu_mla) >> "$OUT/tests.log" 2>&1 || bad="$bad $v"; done; if [ -z "$bad" ]; then record attn-vars pass "$(took)" "gpu_mla under LATTE_MLA_ATTENTION= $av"; else record attn-vars FAIL "$(took)" "gpu_mla failed under$bad"; fi; }
 want gpu-test && [ "$BUILD_OK" = 1 ] && { STEP_T0=$(date +%s); qv=${GPU_CHECK_QKNORM_VARIANTS:-1 2 3 4 5}; bad=""; for v in $qv; do [ "$(left)" -gt 40 ] || { bad="$bad $v(no time)"; continue; }; section "$OUT/tests.log" "gpu_qknorm, LATTE_QKNORM_VARIANT=$v"; (cd "$BUILD/tests" && LATTE_QKNORM_VARIANT=$v LATTE_REQUIRE_GPU=1 timeout "$(cap 120)" ./gpu_qknorm) >> "$OUT/tests.log" 2>&1 || bad="$bad $v"; done; if [ -z "$bad" ]; then record qk-vars pass "$(took)" "gpu_qknorm under LATTE_QKNORM_VARIANT= $qv"; else record qk-vars FAIL "$(took)" "gpu_qknorm failed under variant(s)$bad"; fi; }
 

@@ -21,8 +21,9 @@
 //           all of a thread's tables in 4 16-byte loads; the last tile of a sequence skips the S pairs and P·V
 //           k-steps of 16 tokens that are all ≥ T (T = 513: 1 valid token of 64).
 //   wgmma   Hopper warpgroup MMA from shared memory, chosen on compute capability 9.0 when the build has sm_90a code:
-//           v2.1 (mla_attention_sm90.cu, cp.async) by default; v3 (mla_attention_sm90_seesaw.cu, seesaw warpgroups fed
-//           by TMA) with LATTE_MLA_ATTENTION=wgmma3; =mma the mma.sync kernel.
+//           v3 (mla_attention_sm90_seesaw.cu, seesaw warpgroups fed by TMA) where the cache can be described as a
+//           TMA tensor map, else v2.1 (mla_attention_sm90.cu, cp.async). LATTE_MLA_ATTENTION=wgmma2 forces v2.1,
+//           =mma the mma.sync kernel.
 //   combine o_lat = Σ_s w_s·o_s, w_s = exp(lse_s − max) / Σ; NaN rows for invalid lengths.
 #include "cuda/mla_attention.cuh"
 #include "cuda/mla_attention_common.cuh"
@@ -564,9 +565,8 @@ __global__ void __launch_bounds__(kThreads) mla_attention_combine_kernel(const M
 }
 
 // LATTE_MLA_ATTENTION (a benchmark, test and bisection knob; read once): "mma" the mma.sync kernel even where the wgmma
-// ones run; "wgmma2" the v2.1 wgmma kernel (the default); "wgmma3" v3 (seesaw + TMA, opt-in: ~1.37x faster at 6144 on
-// the H100, every GPU test passes, but racecheck reports a hazard on it, see docs/NOTES.md), or an error where the cache
-// cannot be described as a TMA map (no silent fallback: the tests use it to know which kernel they checked).
+// ones run; "wgmma2" the v2.1 wgmma kernel instead of v3 (seesaw + TMA); "wgmma3" v3 or an error (no fallback to v2.1
+// where the cache cannot be described as a TMA map: the tests use it to know which kernel they checked).
 constexpr int kChoiceAuto = 0, kChoiceMma = 1, kChoiceWgmma2 = 2, kChoiceWgmma3 = 3;
 int attention_kernel_choice() {
     static const int choice = [] {
@@ -671,9 +671,9 @@ cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t strea
     // With one split per sequence the fast kernel writes o_lat itself and there is no combine.
     bool combine = true;
     if (!simple_attention_requested() && attention_kernel_choice() != kChoiceMma && mla_attention_wgmma_available(device)) {
-        // v3 only on request until compute-sanitizer's racecheck report on it is settled (docs/NOTES.md)
-        e = attention_kernel_choice() == kChoiceWgmma3 ? mla_attention_seesaw_launch(p, device, stream)
-                                                       : mla_attention_wgmma_launch(p, device, stream);
+        e = attention_kernel_choice() == kChoiceWgmma2 ? cudaErrorNotSupported : mla_attention_seesaw_launch(p, device, stream);
+        if (e == cudaErrorNotSupported && attention_kernel_choice() != kChoiceWgmma3)
+            e = mla_attention_wgmma_launch(p, device, stream);  // v2.1: no TMA map needed
         if (e != cudaSuccess) return e;
         combine = p.n_splits > 1;
     } else if (!simple_attention_requested() && (size_t)smem_optin >= FastLayout<64>::kSmemBytes) {

@@ -73,9 +73,9 @@ cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t strea
 // launches the combine when n_splits > 1).
 bool mla_attention_wgmma_available(int device);
 cudaError_t mla_attention_wgmma_launch(const MlaAttentionParams &p, int device, cudaStream_t stream);
-// v3 (mla_attention_sm90_seesaw.cu): the seesaw warpgroups fed by TMA (opt-in: LATTE_MLA_ATTENTION=wgmma3). Runs
-// where the v2.1 kernel runs (same availability); cudaErrorNotSupported (nothing launched) where the driver cannot
-// describe the cache as a TMA tensor map (no encoder, or a stride / base address the unit cannot take).
+// v3 (mla_attention_sm90_seesaw.cu): the seesaw warpgroups fed by TMA. Runs where the v2.1 kernel runs (same
+// availability); cudaErrorNotSupported (nothing launched) where the driver cannot describe the cache as a TMA tensor
+// map (no encoder, or a stride / base address the unit cannot take): the caller then launches v2.1.
 cudaError_t mla_attention_seesaw_launch(const MlaAttentionParams &p, int device, cudaStream_t stream);
 
 }  // namespace latte

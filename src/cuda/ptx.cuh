@@ -188,6 +188,13 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint32_t bar, uint32_t
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 #endif
 }
+// Arrive on `bar` (one of its arrivals; release: this thread's earlier shared-memory accesses are ordered before
+// whatever a thread that then sees the phase complete does next).
+__device__ __forceinline__ void mbarrier_arrive(uint32_t bar) {
+#if LATTE_PTX_SM90A
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+#endif
+}
 // Wait until the phase of `bar` with parity `parity` has completed (spins on try_wait, which suspends a while).
 __device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
 #if LATTE_PTX_SM90A
