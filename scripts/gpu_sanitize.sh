@@ -7,6 +7,8 @@
 #   - every (tool, program) pair of memcheck (with leak check), racecheck, initcheck, synccheck x every GPU test
 #     program BUILD/tests/gpu_* (gpu_mla, gpu_qknorm, gpu_reliability, ...), each pair its own process, up to
 #     GPU_SANITIZE_JOBS (5) at a time, the slowest (gpu_mla) first, each under a timeout cut to the deadline;
+#   - gpu_mla once more under every tool for each attention kernel the default does not take
+#     (GPU_SANITIZE_ATTENTION_KERNELS, LATTE_MLA_ATTENTION values: wgmma2, the v2.1 kernel), as gpu_mla:KERNEL;
 #   - fuzz_api_cuda (tests/fuzz/fuzz_api.c over cudaMalloc'd buffers, built here) under memcheck for
 #     GPU_SANITIZE_FUZZ_S (75) seconds; the number of inputs it ran goes into sanitizer.json;
 #   - gpu_reliability checks that plan cycles leak no device memory with cudaMemGetInfo, a device-wide number that
@@ -32,7 +34,7 @@
 # Environment: GPU_CHECK_BUILD (build-gpu), GPU_CHECK_ARCH (90a), GPU_SANITIZE_BUILD (1: configure if needed
 # and build; 0: use BUILD as it is), GPU_SANITIZE_BUDGET_S, GPU_SANITIZE_JOBS, GPU_SANITIZE_FUZZ_S (0: no fuzz),
 # GPU_SANITIZE_TOOLS, GPU_SANITIZE_PROGRAMS (default: every BUILD/tests/gpu_*), GPU_SANITIZE_NV_KERNELS,
-# GPU_SANITIZE_EXCLUDE_TOOLS, GPU_SANITIZE_INFO, GPU_SANITIZE_INFO_FILTER, GPU_SANITIZE_INFO_LAUNCHES,
+# GPU_SANITIZE_EXCLUDE_TOOLS, GPU_SANITIZE_ATTENTION_KERNELS (wgmma2; "" none), GPU_SANITIZE_INFO, GPU_SANITIZE_INFO_FILTER, GPU_SANITIZE_INFO_LAUNCHES,
 # GPU_SANITIZE_OMP_THREADS (2 per process), GPU_SANITIZE_SAN (the compute-sanitizer executable).
 # shellcheck disable=SC2317  # cleanup and interrupted are called from traps
 set -u
@@ -59,6 +61,7 @@ TOOLS=${GPU_SANITIZE_TOOLS:-racecheck initcheck memcheck synccheck}
 NV_KERNELS=${GPU_SANITIZE_NV_KERNELS:-nvjet cublas xmma cutlass gemmSN gemmk1 gemv2}
 EXCL_TOOLS=${GPU_SANITIZE_EXCLUDE_TOOLS:-racecheck initcheck}
 INFO=${GPU_SANITIZE_INFO-racecheck}
+ATTN_KERNELS=${GPU_SANITIZE_ATTENTION_KERNELS-wgmma2}
 INFO_FILTER=${GPU_SANITIZE_INFO_FILTER:-h16 b1 x0.1 cublaslt}
 INFO_LAUNCHES=${GPU_SANITIZE_INFO_LAUNCHES:-150}  # the case's own ~60 launches, then the start of gpu_mla's tuning
 OMP=${GPU_SANITIZE_OMP_THREADS:-2}
@@ -81,11 +84,12 @@ jstr() {
 }
 
 # ---- jobs: parallel arrays, one index per (tool, program) pair -------------------------------------------
-J_TOOL=() J_PROG=() J_CMD=() J_OPTS=() J_FILTER=() J_KIND=() J_CAP=() J_NOTE=()
+J_TOOL=() J_PROG=() J_CMD=() J_OPTS=() J_FILTER=() J_KIND=() J_CAP=() J_NOTE=() J_ENV=()
 J_PID=() J_T=() J_STATUS=() J_RC=() J_ERR=() J_WARN=() J_SECS=() J_TESTS=() J_KERN=() J_DETAIL=() J_FIRST=()
-add_job() {  # tool program command opts filter kind(required|info) cap_s note
+add_job() {  # tool program command opts filter kind(required|info) cap_s note [env: NAME=VALUE words]
   local i=${#J_TOOL[@]}
   J_TOOL[i]=$1 J_PROG[i]=$2 J_CMD[i]=$3 J_OPTS[i]=$4 J_FILTER[i]=$5 J_KIND[i]=$6 J_CAP[i]=$7 J_NOTE[i]=$8
+  J_ENV[i]=${9:-}
   J_PID[i]="" J_T[i]=0 J_STATUS[i]="NOT RUN" J_RC[i]="" J_ERR[i]="" J_WARN[i]="" J_SECS[i]=0 J_TESTS[i]=""
   J_KERN[i]="" J_DETAIL[i]="" J_FIRST[i]=""
 }
@@ -162,6 +166,8 @@ start_job() {
     esac
     # shellcheck disable=SC2030  # the filter is the job's own, set in its subshell
     if [ -n "${J_FILTER[i]}" ]; then export LATTE_TEST_FILTER="${J_FILTER[i]}"; else unset LATTE_TEST_FILTER; fi
+    # shellcheck disable=SC2086  # NAME=VALUE words, no spaces inside one
+    if [ -n "${J_ENV[i]}" ]; then export ${J_ENV[i]}; fi
     # shellcheck disable=SC2086  # options and command are word lists by construction (no spaces inside a word)
     timeout -k "$KILL_GRACE" "$t" $pre "$SAN" --tool "${J_TOOL[i]}" ${J_OPTS[i]} --print-limit 30 \
       --log-file "$d/san.txt" ${J_CMD[i]} < /dev/null > "$d/out.txt" 2>&1 &
@@ -383,6 +389,14 @@ opts_for() {  # tool: its options (memcheck: leak check; racecheck/initcheck: th
 }
 first=${PROGS%% *}
 for tool in $TOOLS; do add_job "$tool" "$first" "$BUILD/tests/$first" "$(opts_for "$tool")" "" required 0 ""; done
+# gpu_mla again under each attention kernel the default does not take (LATTE_MLA_ATTENTION), shown as gpu_mla:KERNEL
+if [ "$first" = gpu_mla ]; then
+  for v in $ATTN_KERNELS; do
+    for tool in $TOOLS; do
+      add_job "$tool" "gpu_mla:$v" "$BUILD/tests/gpu_mla" "$(opts_for "$tool")" "" required 0 "" "LATTE_MLA_ATTENTION=$v"
+    done
+  done
+fi
 FUZZ_SEED=$T0
 if [ "$FUZZ_S" != 0 ] && case " $TOOLS " in *" memcheck "*) true ;; *) false ;; esac; then
   # -seconds=@S@: FUZZ_S, or less when less time is left at its start (the run must end by itself)

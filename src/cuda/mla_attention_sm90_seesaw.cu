@@ -26,7 +26,7 @@
 //   capacity) and zero-fills beyond; rows ≥ T of a sequence's last tile hold other data (NaN in the tests) and
 //   0·NaN = NaN in P·V, so the owner warpgroup zeroes their latent part after its S (the scores are masked anyway).
 // Shared memory (1024-byte aligned; every operand chunk [64 rows][128 B], unit u of row r at u ^ (r % 8)):
-//   Q [64][576] 72 KB | KV [2][64][576] 144 KB | P1 [64][64] 8 KB | 18 mbarriers | m_a, m_b, row sums.
+//   Q [64][576] 72 KB | KV [2][64][576] 144 KB | P1 [64][64] 8 KB | 18 + 3 mbarriers (copies, hand-offs) | m_a, m_b, row sums.
 //   P0 and P0' live in buffer 0's k_pe chunk (8), free once S0 has read it.
 // Keys' rope (reference convention): the S owner rotates its tile's k_pe chunk in smem before the chunk's 4 wgmma
 // (2 unit pairs per thread, tables loaded when the S starts), as v2.1 does.
@@ -52,21 +52,26 @@ constexpr int kChunks = kMlaRow / 64;             // 9 chunks of 64 bf16 per row
 constexpr uint32_t kChunkBytes = 64 * 128;
 constexpr uint32_t kTileBytes = kChunks * kChunkBytes;  // 72 KB
 constexpr uint32_t kP1Off = 3 * kTileBytes;
-constexpr uint32_t kBarOff = kP1Off + kChunkBytes;      // mbarrier full[buffer][chunk], 8 bytes each
+constexpr uint32_t kBarOff = kP1Off + kChunkBytes;      // mbarriers full[buffer][chunk], then the 3 hand-offs
 constexpr uint32_t kStatOff = kBarOff + 256;
 constexpr uint32_t kStatBytes = 6 * kHeads * sizeof(float);  // m_a[2][64], m_b[2][64] (by pair parity), row_sum[2][64]
 constexpr size_t kSmemBytes = kStatOff + kStatBytes + 1024;  // + slack to align the base to 1024 bytes
-static_assert(2 * kChunks * 8 <= 256, "mbarriers fit their slot");
+static_assert((2 * kChunks + 3) * 8 <= 256, "mbarriers fit their slot");
 static_assert(kSmemBytes <= 232448, "fits the 227 KB a Hopper block may opt into");
 
 #if LATTE_PTX_SM90A  // the device-only part (the sm_80 image and the host pass do not see it)
 constexpr uint32_t kQOff = 0;
 constexpr uint32_t kKvOff = kTileBytes;  // [2] tiles
-// named barriers (0 is __syncthreads)
-constexpr int kBarMa = 1;  // WG0 arrives: m_a published; WG1 syncs
-constexpr int kBarP1 = 2;  // WG1 arrives: m_b and P1 published; WG0 syncs
-constexpr int kBarP0 = 3;  // WG0 arrives: P0' published, buffer 0's rows >= T zeroed; WG1 syncs
-constexpr int kBarWg = 4;  // + warpgroup: the 128 threads of one warpgroup
+// Hand-offs between the warpgroups, one phase a pair each: mbarriers after the 18 copy barriers, all 128 threads of
+// the producer warpgroup arrive (release), the consumer waits on the pair's parity (acquire). Each has at most one
+// phase outstanding (the next signal of a hand-off always waits on a later hand-off the other way). Not a named
+// barrier's bar.arrive / bar.sync (equivalent on the hardware, as fast: 6144, same run 502 vs 508 us): racecheck does
+// not see that order and reports hazards on every hand-off (bench/probes/racecheck_handoff.cu shows it on 20 lines;
+// it also reports one lane a warp arriving after __syncwarp, so all threads arrive).
+constexpr int kHandMa = 0;  // WG0 → WG1: m_a published
+constexpr int kHandP1 = 1;  // WG1 → WG0: m_b and P1 published, buffer 1's rows >= T zeroed
+constexpr int kHandP0 = 2;  // WG0 → WG1: P0' published, buffer 0's rows >= T zeroed
+constexpr int kBarWg = 4;   // + warpgroup: the named barrier of the 128 threads of one warpgroup
 
 __device__ __forceinline__ uint32_t unit_offset(int r, int c, int u) {
     return (uint32_t)c * kChunkBytes + (uint32_t)r * 128u + ((uint32_t)(u ^ (r & 7)) << 4);
@@ -85,7 +90,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     unsigned char *smem = smem_raw + (((raw_u32 + 1023u) & ~1023u) - raw_u32);
     const uint32_t base = ptx::smem_u32(smem);
     // m_a and m_b in two slots by pair parity: a pair's write never lands in the slot the other warpgroup read in
-    // the previous pair (that order would rest on a bar.arrive alone, which compute-sanitizer's racecheck reports)
+    // the previous pair (that read is ordered before it by the hand-offs too; two slots keep it so if they change)
     float *s_ma = reinterpret_cast<float *>(smem + kStatOff);  // [2][64]
     float *s_mb = s_ma + 2 * kHeads;                            // [2][64]
     float *row_sum = s_mb + 2 * kHeads;                         // [2][64]
@@ -141,8 +146,14 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
     };
 
+    // a hand-off: every thread of the producer warpgroup signals after its writes, the consumer waits before its reads
+    auto hand_bar = [&](int h) { return bar0 + 8u * (uint32_t)(2 * kChunks + h); };
+    auto hand_signal = [&](int h) { ptx::mbarrier_arrive(hand_bar(h)); };
+    auto hand_wait = [&](int h, uint32_t parity) { ptx::mbarrier_wait(hand_bar(h), parity); };
+
     if (tid == 0) {
         for (int i = 0; i < 2 * kChunks; ++i) ptx::mbarrier_init(bar0 + 8u * i, 1);
+        for (int h = kHandMa; h <= kHandP0; ++h) ptx::mbarrier_init(hand_bar(h), 128);
         ptx::fence_mbarrier_init();
     }
     // ---- Q, once, by every thread (cp.async; head rows beyond n_heads zero-filled) ----
@@ -339,7 +350,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             const float ma0 = fmaxf(m_run0, mx0), ma1 = fmaxf(m_run1, mx1);
             float *ma_slot = s_ma + (pair & 1) * kHeads, *mb_slot = s_mb + (pair & 1) * kHeads;
             if (t4 == 0) ma_slot[r0] = ma0, ma_slot[r1] = ma1;
-            ptx::named_bar_arrive(kBarMa, 256);
+            hand_signal(kHandMa);
             exponentiate(ma0, ma1);
             zero_tail(tile0, 0);  // S0 has read the tile; P·V of both warpgroups come after this
             unsigned char *p0_tile = smem + kKvOff + 8 * kChunkBytes;
@@ -349,14 +360,14 @@ __global__ void __launch_bounds__(kThreads, 1)
             ptx::named_bar_sync(kBarWg, 128);
             scale_o(rescale(m_run0, ma0), rescale(m_run1, ma1));
             issue_pv(p0_desc, v0_desc);  // O_L += P0·V0_L
-            ptx::named_bar_sync(kBarP1, 256);  // m_b (and P1) from WG1
+            hand_wait(kHandP1, parity);  // m_b (and P1) from WG1
             const float mb0 = mb_slot[r0], mb1 = mb_slot[r1];
             const float ab0 = rescale(ma0, mb0), ab1 = rescale(ma1, mb1);
             ptx::wgmma_wait<0>();  // P0·V0_L done: buffer 0's chunks 0-3 and P0 are free
             if (wtid == 0 && tile0 + 2 < n_tiles) issue_copies(tile0 + 2, 0, 0, 4);
             store_p(p0_tile, ab0, ab1, sum0, sum1);  // P0' = P0·2^(m_a − m_b)
             ptx::fence_proxy_async_smem();
-            ptx::named_bar_arrive(kBarP0, 256);
+            hand_signal(kHandP0);
             l0 = l0 * rescale(m_run0, mb0) + sum0;
             l1 = l1 * rescale(m_run1, mb1) + sum1;
             scale_o(ab0, ab1);
@@ -381,7 +392,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 compute_s(tile1, parity);
                 row_max(mx0, mx1);
             }
-            ptx::named_bar_sync(kBarMa, 256);
+            hand_wait(kHandMa, parity);
             const float *ma_slot = s_ma + (pair & 1) * kHeads;
             float *mb_slot = s_mb + (pair & 1) * kHeads;
             const float mb0 = fmaxf(ma_slot[r0], mx0), mb1 = fmaxf(ma_slot[r1], mx1);
@@ -394,12 +405,12 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
             ptx::fence_proxy_async_smem();
             ptx::named_bar_sync(kBarWg + 1, 128);  // P1 and the zeroed rows, visible to this warpgroup's wgmma
-            ptx::named_bar_arrive(kBarP1, 256);    // ... and to WG0's
+            hand_signal(kHandP1);                   // ... and to WG0's
             l0 = l0 * rescale(m_run0, mb0) + sum0;
             l1 = l1 * rescale(m_run1, mb1) + sum1;
             scale_o(rescale(m_run0, mb0), rescale(m_run1, mb1));
             if (has1) issue_pv(p1_desc, v1_desc);  // O_R += P1·V1_R
-            ptx::named_bar_sync(kBarP0, 256);      // P0' and buffer 0's zeroed rows from WG0
+            hand_wait(kHandP0, parity);             // P0' and buffer 0's zeroed rows from WG0
             issue_pv(p0_desc, v0_desc);            // O_R += P0'·V0_R
             if (has1) {
                 ptx::wgmma_wait<1>();  // P1·V1_R done: buffer 1's chunks 4-8 are free
