@@ -9,6 +9,11 @@
 //   1 full_sync:      both warpgroups bar.sync (the control: racecheck must call it clean)
 //   2 mbar_all:       mbarriers (full / empty), all 128 threads of a warpgroup arrive (release), waiters try_wait
 //   3 mbar_elected:   mbarriers, __syncwarp then one lane per warp arrives (4 arrivals a phase)
+//   4 mbar_uneven:    as 2, and each warpgroup also syncs its own 128 threads on its own named barrier (bar.sync
+//                     4 + wg, 128), warpgroup 0 every round and warpgroup 1 every other round (v3 does such syncs,
+//                     a different number in each warpgroup: the rotation of k_pe, P visible to its own wgmma)
+//   5 mbar_uneven_end: as 4, and the exchange after the rounds goes through an mbarrier (all 256 threads arrive,
+//                     then wait) instead of __syncthreads
 // Every round the producer writes values that name the round, the consumer checks each one it reads, so the probe
 // also fails (exit 1) if a hand-off does not order the accesses on the hardware. After the rounds both warpgroups
 // exchange a value through __syncthreads (v3 ends the same way, and racecheck reported that exchange too).
@@ -32,19 +37,21 @@ __global__ void __launch_bounds__(256, 1) handoff(int *errors) {
 #if LATTE_PTX_SM90A
     __shared__ float slot[128];
     __shared__ float tail[256];
-    __shared__ __align__(8) unsigned long long mbar[2];  // full, empty
+    __shared__ __align__(8) unsigned long long mbar[3];  // full, empty, end
     const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0), wtid = tid % 128;
     const uint32_t full = ptx::smem_u32(&mbar[0]), empty = ptx::smem_u32(&mbar[1]);
+    const uint32_t end = ptx::smem_u32(&mbar[2]);
     const uint32_t count = kMode == 3 ? 4u : 128u;
     if (tid == 0) {
         ptx::mbarrier_init(full, count);
         ptx::mbarrier_init(empty, count);
+        ptx::mbarrier_init(end, 256);
     }
     __syncthreads();
     auto signal = [&](int named, uint32_t bar) {
         if (kMode == 0) ptx::named_bar_arrive(named, 256);
         else if (kMode == 1) ptx::named_bar_sync(named, 256);
-        else if (kMode == 2) ptx::mbarrier_arrive(bar);
+        else if (kMode != 3) ptx::mbarrier_arrive(bar);
         else {
             __syncwarp();
             if (tid % 32 == 0) ptx::mbarrier_arrive(bar);
@@ -58,6 +65,7 @@ __global__ void __launch_bounds__(256, 1) handoff(int *errors) {
     // not count two, and a parity wait could not tell two phases apart)
     int bad = 0;
     for (int r = 0; r < kRounds; ++r) {
+        if (kMode >= 4 && (wg == 0 || r % 2 == 0)) ptx::named_bar_sync(4 + wg, 128);
         if (wg == 0) {
             if (r > 0) await(2, empty, (uint32_t)((r - 1) & 1));  // the consumer is done with the slot
             slot[wtid] = (float)(r * 1000 + wtid);
@@ -71,7 +79,12 @@ __global__ void __launch_bounds__(256, 1) handoff(int *errors) {
     }
     if (wg == 0) await(2, empty, (uint32_t)((kRounds - 1) & 1));  // the last release: every signal has its wait
     tail[tid] = (float)(3 * tid);
-    __syncthreads();
+    if (kMode == 5) {
+        ptx::mbarrier_arrive(end);
+        ptx::mbarrier_wait(end, 0);
+    } else {
+        __syncthreads();
+    }
     bad += tail[(tid + 128) % 256] != (float)(3 * ((tid + 128) % 256));
     if (bad) atomicAdd(errors, bad);
 #else
@@ -79,7 +92,7 @@ __global__ void __launch_bounds__(256, 1) handoff(int *errors) {
 #endif
 }
 
-static const char *kNames[4] = {"arrive_sync", "full_sync", "mbar_all", "mbar_elected"};
+static const char *kNames[6] = {"arrive_sync", "full_sync", "mbar_all", "mbar_elected", "mbar_uneven", "mbar_uneven_end"};
 
 template <int kMode>
 static int run(int *d_errors) {
@@ -88,7 +101,7 @@ static int run(int *d_errors) {
     int h = -1;
     const cudaError_t e = cudaDeviceSynchronize();
     cudaMemcpy(&h, d_errors, sizeof h, cudaMemcpyDeviceToHost);
-    printf("%-13s %s (%d wrong values)\n", kNames[kMode], e == cudaSuccess && h == 0 ? "ok" : "FAIL", h);
+    printf("%-15s %s (%d wrong values)\n", kNames[kMode], e == cudaSuccess && h == 0 ? "ok" : "FAIL", h);
     return e == cudaSuccess && h == 0 ? 0 : 1;
 }
 
@@ -101,6 +114,8 @@ int main(int argc, char **argv) {
     if (only < 0 || only == 1) fails += run<1>(d_errors);
     if (only < 0 || only == 2) fails += run<2>(d_errors);
     if (only < 0 || only == 3) fails += run<3>(d_errors);
+    if (only < 0 || only == 4) fails += run<4>(d_errors);
+    if (only < 0 || only == 5) fails += run<5>(d_errors);
     cudaFree(d_errors);
     return fails ? 1 : 0;
 }

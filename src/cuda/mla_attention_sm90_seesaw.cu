@@ -26,7 +26,7 @@
 //   capacity) and zero-fills beyond; rows ≥ T of a sequence's last tile hold other data (NaN in the tests) and
 //   0·NaN = NaN in P·V, so the owner warpgroup zeroes their latent part after its S (the scores are masked anyway).
 // Shared memory (1024-byte aligned; every operand chunk [64 rows][128 B], unit u of row r at u ^ (r % 8)):
-//   Q [64][576] 72 KB | KV [2][64][576] 144 KB | P1 [64][64] 8 KB | 18 + 3 mbarriers (copies, hand-offs) | m_a, m_b, row sums.
+//   Q [64][576] 72 KB | KV [2][64][576] 144 KB | P1 [64][64] 8 KB | 18 + 4 mbarriers (copies, hand-offs) | m_a, m_b, row sums.
 //   P0 and P0' live in buffer 0's k_pe chunk (8), free once S0 has read it.
 // Keys' rope (reference convention): the S owner rotates its tile's k_pe chunk in smem before the chunk's 4 wgmma
 // (2 unit pairs per thread, tables loaded when the S starts), as v2.1 does.
@@ -52,11 +52,11 @@ constexpr int kChunks = kMlaRow / 64;             // 9 chunks of 64 bf16 per row
 constexpr uint32_t kChunkBytes = 64 * 128;
 constexpr uint32_t kTileBytes = kChunks * kChunkBytes;  // 72 KB
 constexpr uint32_t kP1Off = 3 * kTileBytes;
-constexpr uint32_t kBarOff = kP1Off + kChunkBytes;      // mbarriers full[buffer][chunk], then the 3 hand-offs
+constexpr uint32_t kBarOff = kP1Off + kChunkBytes;      // mbarriers full[buffer][chunk], then the 4 hand-offs
 constexpr uint32_t kStatOff = kBarOff + 256;
 constexpr uint32_t kStatBytes = 6 * kHeads * sizeof(float);  // m_a[2][64], m_b[2][64] (by pair parity), row_sum[2][64]
 constexpr size_t kSmemBytes = kStatOff + kStatBytes + 1024;  // + slack to align the base to 1024 bytes
-static_assert((2 * kChunks + 3) * 8 <= 256, "mbarriers fit their slot");
+static_assert((2 * kChunks + 4) * 8 <= 256, "mbarriers fit their slot");
 static_assert(kSmemBytes <= 232448, "fits the 227 KB a Hopper block may opt into");
 
 #if LATTE_PTX_SM90A  // the device-only part (the sm_80 image and the host pass do not see it)
@@ -71,6 +71,10 @@ constexpr uint32_t kKvOff = kTileBytes;  // [2] tiles
 constexpr int kHandMa = 0;  // WG0 → WG1: m_a published
 constexpr int kHandP1 = 1;  // WG1 → WG0: m_b and P1 published, buffer 1's rows >= T zeroed
 constexpr int kHandP0 = 2;  // WG0 → WG1: P0' published, buffer 0's rows >= T zeroed
+constexpr int kHandEnd = 3;  // both ways, once (256 arrivals): the row sums of both warpgroups published. Not
+                             // __syncthreads: racecheck reports the exchange across it, apparently because the
+                             // warpgroups passed their own named barriers a different number of times (the probe's
+                             // mode 4 vs 5)
 constexpr int kBarWg = 4;   // + warpgroup: the named barrier of the 128 threads of one warpgroup
 
 __device__ __forceinline__ uint32_t unit_offset(int r, int c, int u) {
@@ -154,6 +158,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (tid == 0) {
         for (int i = 0; i < 2 * kChunks; ++i) ptx::mbarrier_init(bar0 + 8u * i, 1);
         for (int h = kHandMa; h <= kHandP0; ++h) ptx::mbarrier_init(hand_bar(h), 128);
+        ptx::mbarrier_init(hand_bar(kHandEnd), 256);
         ptx::fence_mbarrier_init();
     }
     // ---- Q, once, by every thread (cp.async; head rows beyond n_heads zero-filled) ----
@@ -431,7 +436,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         row_sum[wg * kHeads + r0] = l0;
         row_sum[wg * kHeads + r1] = l1;
     }
-    __syncthreads();
+    hand_signal(kHandEnd);
+    hand_wait(kHandEnd, 0);
     const float lt0 = row_sum[r0] + row_sum[kHeads + r0], lt1 = row_sum[r1] + row_sum[kHeads + r1];
 
     // ---- output: one split per sequence, the normalized o_lat in bf16; else the split's normalized partial output
