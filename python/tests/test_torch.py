@@ -185,9 +185,15 @@ def test_gpu_mla_equals_cpu_backend(gen):
     c_gpu = cache.cuda()
     y = mla(x.cuda(), c_gpu, lens_t.cuda(), cos.cuda(), sin.cuda())
     torch.cuda.synchronize()
-    m = reference_check(y, y_cpu)
+    # Each backend is held to the spec's tolerance (8e-3 + 2e-2 |ref|) against the reference, so against each other
+    # to twice that (as tests/gpu_mla.c): their fp32 sums differ in order, a bf16 score one rounding apart is an
+    # expected difference, and with a peaked softmax it moves y past the single tolerance. Measured on an H100 over
+    # 80 seeds: 10 seeds had an element past the single tolerance (worst 1.41 times it), the same with each of the
+    # three attention kernels (bench/results/2026-11-23-h100-3ce5a9d/seeds_*.log). The oracle test holds the GPU
+    # to the spec's own tolerance against the reference.
+    m = reference_check(y, y_cpu, rtol=2 * 2e-2, atol=2 * 8e-3)
     rel = ((y.cpu().double() - y_cpu.double()).norm() / y_cpu.double().norm()).item()
-    print(f"GPU vs CPU backend: {m} misses of {y.numel()}, rel err {rel:.2e}")
+    print(f"GPU vs CPU backend: {m} misses of {y.numel()} at twice the spec's tolerance, rel err {rel:.2e}")
     assert m == 0 and rel < 1e-2
     assert reference_check(c_gpu, c_cpu) == 0
     untouched = torch.ones(cache.shape[:2], dtype=torch.bool)
