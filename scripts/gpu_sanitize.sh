@@ -34,7 +34,8 @@
 # Environment: GPU_CHECK_BUILD (build-gpu), GPU_CHECK_ARCH (90a), GPU_SANITIZE_BUILD (1: configure if needed
 # and build; 0: use BUILD as it is), GPU_SANITIZE_BUDGET_S, GPU_SANITIZE_JOBS, GPU_SANITIZE_FUZZ_S (0: no fuzz),
 # GPU_SANITIZE_TOOLS, GPU_SANITIZE_PROGRAMS (default: every BUILD/tests/gpu_*), GPU_SANITIZE_NV_KERNELS,
-# GPU_SANITIZE_EXCLUDE_TOOLS, GPU_SANITIZE_ATTENTION_KERNELS (wgmma2; "" none), GPU_SANITIZE_INFO, GPU_SANITIZE_INFO_FILTER, GPU_SANITIZE_INFO_LAUNCHES,
+# GPU_SANITIZE_EXCLUDE_TOOLS, GPU_SANITIZE_ATTENTION_KERNELS (wgmma2; "" none), GPU_SANITIZE_INFO,
+# GPU_SANITIZE_INFO_FILTER, GPU_SANITIZE_INFO_LAUNCHES,
 # GPU_SANITIZE_OMP_THREADS (2 per process), GPU_SANITIZE_SAN (the compute-sanitizer executable).
 # shellcheck disable=SC2317  # cleanup and interrupted are called from traps
 set -u
@@ -393,7 +394,8 @@ for tool in $TOOLS; do add_job "$tool" "$first" "$BUILD/tests/$first" "$(opts_fo
 if [ "$first" = gpu_mla ]; then
   for v in $ATTN_KERNELS; do
     for tool in $TOOLS; do
-      add_job "$tool" "gpu_mla:$v" "$BUILD/tests/gpu_mla" "$(opts_for "$tool")" "" required 0 "" "LATTE_MLA_ATTENTION=$v"
+      add_job "$tool" "gpu_mla:$v" "$BUILD/tests/gpu_mla" "$(opts_for "$tool")" "" required 0 "" \
+        "LATTE_MLA_ATTENTION=$v"
     done
   done
 fi

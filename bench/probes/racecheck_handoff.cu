@@ -92,7 +92,8 @@ __global__ void __launch_bounds__(256, 1) handoff(int *errors) {
 #endif
 }
 
-static const char *kNames[6] = {"arrive_sync", "full_sync", "mbar_all", "mbar_elected", "mbar_uneven", "mbar_uneven_end"};
+static const char *kNames[6] = {"arrive_sync",  "full_sync",   "mbar_all",
+                                "mbar_elected", "mbar_uneven", "mbar_uneven_end"};
 
 template <int kMode>
 static int run(int *d_errors) {

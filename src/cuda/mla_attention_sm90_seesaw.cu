@@ -26,7 +26,8 @@
 //   capacity) and zero-fills beyond; rows ≥ T of a sequence's last tile hold other data (NaN in the tests) and
 //   0·NaN = NaN in P·V, so the owner warpgroup zeroes their latent part after its S (the scores are masked anyway).
 // Shared memory (1024-byte aligned; every operand chunk [64 rows][128 B], unit u of row r at u ^ (r % 8)):
-//   Q [64][576] 72 KB | KV [2][64][576] 144 KB | P1 [64][64] 8 KB | 18 + 4 mbarriers (copies, hand-offs) | m_a, m_b, row sums.
+//   Q [64][576] 72 KB | KV [2][64][576] 144 KB | P1 [64][64] 8 KB | 18 + 4 mbarriers (copies, hand-offs) |
+//   m_a, m_b, row sums.
 //   P0 and P0' live in buffer 0's k_pe chunk (8), free once S0 has read it.
 // Keys' rope (reference convention): the S owner rotates its tile's k_pe chunk in smem before the chunk's 4 wgmma
 // (2 unit pairs per thread, tables loaded when the S starts), as v2.1 does.
@@ -66,7 +67,7 @@ constexpr uint32_t kKvOff = kTileBytes;  // [2] tiles
 // the producer warpgroup arrive (release), the consumer waits on the pair's parity (acquire). Each has at most one
 // phase outstanding (the next signal of a hand-off always waits on a later hand-off the other way). Not a named
 // barrier's bar.arrive / bar.sync (equivalent on the hardware, as fast: 6144, same run 502 vs 508 us): racecheck does
-// not see that order and reports hazards on every hand-off (bench/probes/racecheck_handoff.cu shows it on 20 lines;
+// not see that order and reports hazards on every hand-off (bench/probes/racecheck_handoff.cu shows it in isolation;
 // it also reports one lane a warp arriving after __syncwarp, so all threads arrive).
 constexpr int kHandMa = 0;  // WG0 → WG1: m_a published
 constexpr int kHandP1 = 1;  // WG1 → WG0: m_b and P1 published, buffer 1's rows >= T zeroed
