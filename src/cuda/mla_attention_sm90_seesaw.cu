@@ -34,8 +34,7 @@
 #include "cuda/mla_attention.cuh"
 #include "cuda/mla_attention_common.cuh"
 #include "cuda/ptx.cuh"
-
-#include <cuda.h>  // CUtensorMap and its enums (types only: the encoder is fetched from the driver at run time)
+#include "cuda/tma.cuh"
 
 #include <atomic>
 #include <cstdlib>
@@ -472,49 +471,17 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 // ---- host side: the tensor map of the cache ----
-typedef CUresult (*EncodeTiledFn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
-                                  const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
-                                  CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-// cuTensorMapEncodeTiled from the driver (once; nullptr where the driver has none): the runtime hands out driver
-// entry points, so the library needs no link against libcuda.
-EncodeTiledFn encode_tiled_fn() {
-    static EncodeTiledFn fn = nullptr;
-    static std::once_flag once;
-    std::call_once(once, [] {
-        void *ptr = nullptr;
-        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-#if CUDART_VERSION >= 12050
-        const cudaError_t e =
-            cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q);
-#else
-        const cudaError_t e = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &ptr, cudaEnableDefault, &q);
-#endif
-        if (e == cudaSuccess && q == cudaDriverEntryPointSuccess) fn = reinterpret_cast<EncodeTiledFn>(ptr);
-        else (void)cudaGetLastError();  // leave no sticky error behind for the caller's next check
-    });
-    return fn;
-}
-
 // The cache as a 3-D tensor (576 columns, rows 0..max_cache_len, batch), boxes of 64 × 64 in the 128-byte swizzle.
 // false: TMA cannot describe this cache (a stride or the base address the unit cannot take): use v2.1.
 bool encode_kv_map(const MlaAttentionParams &p, CUtensorMap *map) {
-    const EncodeTiledFn fn = encode_tiled_fn();
-    if (fn == nullptr) return false;
     const uint64_t row_bytes = (uint64_t)p.cache_row_stride * 2;
     const uint64_t rows = (uint64_t)p.max_cache_len + 1;
     // one sequence: its stride is never used; give the unit a legal one
     const uint64_t batch_bytes = p.batch > 1 ? (uint64_t)p.cache_batch_stride * 2 : rows * row_bytes;
-    if (reinterpret_cast<uintptr_t>(p.kv_cache) % 16 != 0 || row_bytes % 16 != 0 || batch_bytes % 16 != 0 ||
-        row_bytes >= (1ull << 40) || batch_bytes >= (1ull << 40) || rows > 0xffffffffull)
-        return false;
-    const cuuint64_t dims[3] = {(cuuint64_t)kMlaRow, (cuuint64_t)rows, (cuuint64_t)p.batch};
-    const cuuint64_t strides[2] = {(cuuint64_t)row_bytes, (cuuint64_t)batch_bytes};
-    const cuuint32_t box[3] = {64, (cuuint32_t)kTile, 1};
-    const cuuint32_t elem_strides[3] = {1, 1, 1};
-    return fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<__nv_bfloat16 *>(p.kv_cache), dims, strides, box,
-              elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+    const uint64_t dims[3] = {(uint64_t)kMlaRow, rows, (uint64_t)p.batch};
+    const uint64_t strides[2] = {row_bytes, batch_bytes};
+    const uint32_t box[3] = {64, (uint32_t)kTile, 1};
+    return tma_encode_bf16_3d(map, p.kv_cache, dims, strides, box);
 }
 
 template <int kExp>
