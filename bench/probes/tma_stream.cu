@@ -1,0 +1,130 @@
+// Probe: how fast can one kernel stream a buffer from HBM into the SMs, by plain vector loads and by TMA bulk copies
+// into a ring of shared-memory stages (the projection GEMM's shape, gemm_sm90.cu, without its arithmetic)?
+//
+// Question it settles: the GEMM's weight stream alone (no wgmma, no activations, no stores) reached ~2.2 TB/s on an
+// H100 while its copy ceiling is ~3.0 TB/s (read + write). Is that the memory system's rate for a read-only stream,
+// or the way the kernel streams (stage size, ring depth, CTAs per SM)?
+//
+// Method: read `bytes` (default 235 MB, the size of Wo) once per launch; before every timed launch, a read-only flush
+// of 3x L2 (a memset flush leaves dirty lines that the next kernel must write back); median of 15 launches.
+//   ldg      grid-stride uint4 loads, 8 warps per CTA, 8 CTAs per SM
+//   tma S×X/c  persistent, c CTAs per SM, each a producer thread issuing 1-D bulk copies of X KB into S stages and one
+//            consumer warp that waits for each stage and frees it (each CTA streams one contiguous share)
+// Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc bench/probes/tma_stream.cu -o tma_stream
+#include "cuda/ptx.cuh"
+
+#include <cuda_runtime.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <vector>
+
+using namespace latte;
+
+#define CK(call)                                                                                          \
+    do {                                                                                                  \
+        cudaError_t e_ = (call);                                                                          \
+        if (e_ != cudaSuccess) {                                                                          \
+            fprintf(stderr, "FAIL %s:%d: %s -> %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(e_)); \
+            exit(1);                                                                                      \
+        }                                                                                                 \
+    } while (0)
+
+__global__ void ldg_kernel(const uint4 *__restrict__ p, size_t n16, unsigned *out) {
+    unsigned x = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += (size_t)gridDim.x * blockDim.x) {
+        const uint4 v = __ldcs(p + i);
+        x ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (x == 0x12345678u) out[0] = x;  // keeps the loads
+}
+
+// stages of `stage` bytes, CTA c streams bytes [c·share, (c+1)·share)
+__global__ void __launch_bounds__(64, 1) tma_kernel(const char *__restrict__ src, size_t share, uint32_t stage, int stages,
+                                                   int evict_first) {
+#if LATTE_PTX_SM90A
+    extern __shared__ __align__(1024) unsigned char smem[];
+    const uint32_t base = ptx::smem_u32(smem);
+    const uint32_t full0 = base + (uint32_t)stages * stage, empty0 = full0 + 8u * stages;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; s++) ptx::mbarrier_init(full0 + 8u * s, 1), ptx::mbarrier_init(empty0 + 8u * s, 1);
+        ptx::fence_mbarrier_init();
+    }
+    __syncthreads();
+    const char *my = src + (size_t)blockIdx.x * share;
+    const int iters = (int)(share / stage);
+    if (threadIdx.x == 32) {  // producer
+        const uint64_t pol = evict_first ? ptx::l2_policy_evict_first() : ptx::l2_policy_evict_normal();
+        for (int n = 0; n < iters; n++) {
+            const int s = n % stages;
+            if (n >= stages) ptx::mbarrier_wait(empty0 + 8u * s, (uint32_t)((n / stages - 1) & 1));
+            ptx::mbarrier_arrive_expect_tx(full0 + 8u * s, stage);
+            ptx::bulk_load_hint(base + (uint32_t)s * stage, my + (size_t)n * stage, stage, full0 + 8u * s, pol);
+        }
+    } else if (threadIdx.x == 0) {  // consumer
+        for (int n = 0; n < iters; n++) {
+            const int s = n % stages;
+            ptx::mbarrier_wait(full0 + 8u * s, (uint32_t)((n / stages) & 1));
+            ptx::mbarrier_arrive(empty0 + 8u * s);
+        }
+    }
+#endif
+}
+
+int main(int argc, char **argv) {
+    const size_t bytes = argc > 1 ? (size_t)atof(argv[1]) * 1e6 : 235ull << 20;
+    int sms = 0, l2 = 0;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    char *buf, *flush;
+    unsigned *out;
+    const size_t flush_bytes = (size_t)l2 * 3;
+    CK(cudaMalloc(&buf, bytes + (1 << 20)));
+    CK(cudaMalloc(&flush, flush_bytes));
+    CK(cudaMalloc(&out, 64));
+    CK(cudaMemset(buf, 0x3c, bytes));
+    CK(cudaMemset(flush, 0x5a, flush_bytes));
+    CK(cudaDeviceSynchronize());
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    printf("tma_stream: %s, %d SMs, L2 %d MB, streaming %.1f MB per launch (read-only flush of %zu MB before each)\n",
+           prop.name, sms, l2 >> 20, bytes / 1e6, flush_bytes >> 20);
+    auto time_it = [&](const char *name, size_t streamed, auto launch) {
+        std::vector<float> ms;
+        for (int r = 0; r < 17; r++) {
+            ldg_kernel<<<sms * 8, 256>>>((const uint4 *)flush, flush_bytes / 16, out);
+            CK(cudaEventRecord(e0));
+            launch();
+            CK(cudaEventRecord(e1));
+            CK(cudaEventSynchronize(e1));
+            CK(cudaGetLastError());
+            float t;
+            CK(cudaEventElapsedTime(&t, e0, e1));
+            if (r >= 2) ms.push_back(t);
+        }
+        std::sort(ms.begin(), ms.end());
+        const double us = ms[ms.size() / 2] * 1e3;
+        printf("  %-28s %8.1f us  %5.2f TB/s\n", name, us, streamed / us * 1e-6);
+    };
+    time_it("ldg (8 CTAs x 256 / SM)", bytes, [&] { ldg_kernel<<<sms * 8, 256>>>((const uint4 *)buf, bytes / 16, out); });
+    time_it("ldg (32 CTAs x 256 / SM)", bytes, [&] { ldg_kernel<<<sms * 32, 256>>>((const uint4 *)buf, bytes / 16, out); });
+    struct Cfg { int stages; uint32_t stage_kb; int per_sm; int evict_first; };
+    const Cfg cfgs[] = {{4, 32, 1, 1}, {4, 32, 1, 0}, {6, 32, 1, 1}, {8, 24, 1, 1}, {12, 16, 1, 1}, {24, 8, 1, 1},
+                        {48, 4, 1, 1},  {3, 32, 2, 1}, {6, 16, 2, 1}, {12, 8, 2, 1},  {4, 16, 4, 1}, {8, 8, 4, 1}};
+    for (const Cfg &c : cfgs) {
+        const uint32_t stage = c.stage_kb << 10;
+        const size_t smem = (size_t)c.stages * stage + 16 * c.stages;
+        CK(cudaFuncSetAttribute(tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        const int grid = sms * c.per_sm;
+        const size_t share = bytes / grid / stage * stage;
+        char name[64];
+        snprintf(name, sizeof name, "tma %2dx%2u KB, %d/SM%s", c.stages, c.stage_kb, c.per_sm, c.evict_first ? "" : ", normal");
+        time_it(name, share * grid, [&] { tma_kernel<<<grid, 64, smem>>>(buf, share, stage, c.stages, c.evict_first); });
+    }
+    return 0;
+}
