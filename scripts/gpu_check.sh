@@ -12,7 +12,8 @@
 #   gpu-test   LATTE_REQUIRE_GPU=1 ctest -L gpu, then gpu_mla (quick) under each attention kernel
 #              (LATTE_MLA_ATTENTION=wgmma3 wgmma2 mma) and gpu_qknorm under each variant -> tests.log
 #   oracle     python3 scripts/oracle_check.py --out OUTDIR (skipped if missing) -> oracle.log (+ its own files)
-#   bench      build-gpu/bench/latte-bench --json OUTDIR/bench.json [--peers OUTDIR/oracle_anchors.json]
+#   bench      the sm90 GEMM's timing table (LATTE_GEMM_TIMING=1 tests/gpu_gemm_sm90), then
+#              build-gpu/bench/latte-bench --json OUTDIR/bench.json [--peers OUTDIR/oracle_anchors.json]
 #                                                                               -> bench.log, bench.json
 #   pytest     python3 -m pytest python/tests -q -ra (skipped if missing), LATTE_ORACLE=.carry/oracle/mla_oracle.py
 #              when that file is there (the oracle test; its outcome is in the summary) -> tests.log
@@ -144,6 +145,11 @@ fi
 if run_step bench; then
   if [ ! -x "$BUILD/bench/latte-bench" ]; then record bench skip 0 "no latte-bench (build failed?)"
   else
+    # the Hopper projection GEMM alone, every configuration the tuner times (a table; skipped off Hopper)
+    if [ -x "$BUILD/tests/gpu_gemm_sm90" ]; then
+      section "$OUT/bench.log" "sm90 GEMM timing (LATTE_GEMM_TIMING=1 tests/gpu_gemm_sm90)"
+      (cd "$BUILD/tests" && LATTE_GEMM_TIMING=1 timeout "$(cap 120)" ./gpu_gemm_sm90) >> "$OUT/bench.log" 2>&1
+    fi
     section "$OUT/bench.log" "latte-bench"
     peers=""
     [ -f "$OUT/oracle_anchors.json" ] && peers="--peers $OUT/oracle_anchors.json"

@@ -9,10 +9,11 @@
  * one bf16 ulp) where sampled and not NaN elsewhere, every other byte bit-identical (unused rows and row
  * padding are NaN-poisoned). Also: invalid lengths (NaN row, no append, counter), determinism (two runs
  * bitwise equal), CUDA-graph capture and replay, phase events, a second batch size on the same plan, the rope
- * tables (GPU == CPU bit for bit), and the projection GEMM paths: LATTE_MLA_GEMM=latte (our GEMM),
+ * tables (GPU == CPU bit for bit), and the projection GEMM paths: LATTE_MLA_GEMM=latte (our mma.sync GEMM),
  * LATTE_MLA_GEMM=cublaslt (cuBLASLt for every projection; needs libcublasLt.so.13 loadable: set
- * LATTE_TEST_NO_CUBLASLT=1 to skip those cases on a machine without it), unset (cuBLASLt where available),
- * LATTE_MLA_SIMPLE_GEMM=1 (the simple fallback), and the environment's invalid combinations.
+ * LATTE_TEST_NO_CUBLASLT=1 to skip those cases on a machine without it), LATTE_MLA_GEMM=sm90 (our Hopper GEMM for
+ * every projection; those cases run on compute capability 9.0 only), unset (sm90 on Hopper, else cuBLASLt where
+ * available), LATTE_MLA_SIMPLE_GEMM=1 (the simple fallback), and the environment's invalid combinations.
  * Tuning (latte_mla_plan_tune): tuned cases run the same checks after tuning their batch (y untouched by the
  * tune, determinism, the choice fixed: describe unchanged after the runs); tune_api_checks covers the
  * arguments it rejects, describe's truncation, a tune under graph capture (rejected) and the CPU backend.
@@ -62,7 +63,7 @@ typedef struct mla_case {
     int64_t row_pad, x_pad, y_pad;
     int extras;            /* determinism, graph capture, events */
     int simple_gemm;       /* LATTE_MLA_SIMPLE_GEMM=1 at plan creation */
-    const char *gemm;      /* LATTE_MLA_GEMM at plan creation ("latte", "cublaslt"), NULL: unset (the default) */
+    const char *gemm;      /* LATTE_MLA_GEMM at plan creation ("latte", "cublaslt", "sm90"), NULL: unset (the default) */
 } mla_case;
 
 static double wall_s(void) {
@@ -72,6 +73,9 @@ static double wall_s(void) {
 }
 
 static int is_valid_len(int32_t len, int64_t max_len) { return len >= 0 && len <= max_len; }
+
+/* compute capability 9.0: the Hopper GEMM (LATTE_MLA_GEMM=sm90) runs (the GPU builds carry sm_90a code) */
+static int g_hopper = 0;
 
 /* LATTE_MLA_GEMM as the process was started with it (e.g. "latte" from scripts/gpu_sanitize.sh, so that every kernel a
  * sanitizer checks is latte's): cases without a GEMM of their own run with it; NULL: unset. */
@@ -579,9 +583,11 @@ static void env_checks(void) {
         CK(cudaMemset(d[i], 0, n[i] * 2));
     }
     latte_mla_weights w = {d[0], d[1], d[2], d[3], d[4]};
-    static const struct { const char *gemm, *simple; latte_status want; } env[] = {
+    struct { const char *gemm, *simple; latte_status want; } env[] = {
         {"bogus", NULL, LATTE_STATUS_INVALID_ARGUMENT},
         {"cublaslt", "1", LATTE_STATUS_INVALID_ARGUMENT},
+        {"sm90", "1", LATTE_STATUS_INVALID_ARGUMENT},
+        {"sm90", NULL, g_hopper ? LATTE_STATUS_SUCCESS : LATTE_STATUS_NOT_SUPPORTED},
         {"latte", "1", LATTE_STATUS_SUCCESS},
         {"latte", NULL, LATTE_STATUS_SUCCESS},
         {"", NULL, LATTE_STATUS_SUCCESS},
@@ -608,6 +614,13 @@ int main(void) {
     if (!test_gpu_available("gpu_mla")) return TEST_SKIP;
     test_seed("gpu_mla");
     if (getenv("LATTE_MLA_GEMM")) g_default_gemm = strdup(getenv("LATTE_MLA_GEMM"));
+    {
+        int dev = 0, major = 0, minor = 0;
+        CK(cudaGetDevice(&dev));
+        CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+        CK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+        g_hopper = major == 9 && minor == 0;
+    }
 
     rope_tables_check(LATTE_ROPE_BF16_REFERENCE, 8192, 64, 10000.0f);
     rope_tables_check(LATTE_ROPE_FP32, 8192, 64, 10000.0f);
@@ -651,6 +664,14 @@ int main(void) {
         {"h64 b256 c0.1 cublaslt",   64,  2048, 1536, 256, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 0.1f, 1.0f, 320, 300, -1, 8, NULL, 0, 8, 8, 1, 0, "cublaslt"},
         {"h16 b6 bad lengths cublaslt",16, 1024, 256, 6,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, "cublaslt"},
         {"h16 b6 bad lengths read cublaslt",16, 1024, 256, 6, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 0.5f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 0, 0, "cublaslt"},
+        /* our Hopper GEMM for every projection, forced (compute capability 9.0 only): odd batches, padded strides, a
+         * batch of two M tiles, bad lengths, both conventions */
+        {"r1 b128 sm90",             128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 520, 511, 511, 6, NULL, 0, 0, 0, 1, 0, "sm90"},
+        {"r1 b77 pad sm90",          128, 7168, 1536, 77,  LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 700, 650, -1, 6, NULL, 8, 8, 24, 1, 0, "sm90"},
+        {"h64 b256 c0.1 sm90",       64,  2048, 1536, 256, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 0.1f, 1.0f, 320, 300, -1, 8, NULL, 0, 8, 8, 1, 0, "sm90"},
+        {"h32 b3 x2 c0.5 pad sm90",  32,  1024, 512,  3,   LATTE_MLA_KEYS_ROTATED_AT_READ, 2.0f, 0.5f, 1.0f, 300, 299, -1, 3, NULL, 8, 8, 16, 1, 0, "sm90"},
+        {"h16 b1 x0.1 sm90",         16,  512,  256,  1,   LATTE_MLA_KEYS_ROTATED_AT_READ, 0.1f, 1.0f, 1.0f, 700, 650, -1, 1, NULL, 0, 0, 0, 1, 0, "sm90"},
+        {"h16 b6 bad lengths sm90",  16,  1024, 256,  6,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, "sm90"},
     };
     const char *no_lt = getenv("LATTE_TEST_NO_CUBLASLT");
     const int skip_lt = no_lt && no_lt[0] == '1';
@@ -674,6 +695,10 @@ int main(void) {
             printf("%s: skipped (LATTE_TEST_NO_CUBLASLT=1)\n", cases[i].name);
             continue;
         }
+        if (!g_hopper && cases[i].gemm && !strcmp(cases[i].gemm, "sm90")) {
+            printf("%s: skipped (the Hopper GEMM needs compute capability 9.0)\n", cases[i].name);
+            continue;
+        }
         run_case(&cases[i], 0);
     }
 
@@ -685,6 +710,7 @@ int main(void) {
         {"r1 b128 tuned",            128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 1024, 1000, -1, 8, NULL, 8, 0, 0, 1, 0, NULL},
         {"r1 b128 stored tuned latte",128, 7168, 1536, 128, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 600, 555, -1, 6, NULL, 0, 0, 0, 1, 0, "latte"},
         {"r1 b77 tuned cublaslt",    128, 7168, 1536, 77,  LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 700, 650, -1, 6, NULL, 0, 0, 0, 1, 0, "cublaslt"},
+        {"r1 b128 tuned sm90",       128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 1024, 1000, -1, 8, NULL, 0, 0, 0, 1, 0, "sm90"},
         {"h64 b256 c0.1 tuned",      64,  2048, 1536, 256, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 0.1f, 1.0f, 320, 300, -1, 8, NULL, 0, 0, 0, 1, 0, NULL},
         {"h16 b6 bad lengths tuned", 16,  1024, 256,  6,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, NULL},
         {"h32 b5 simple GEMM tuned", 32,  1024, 512,  5,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 200, 150, -1, 5, NULL, 0, 0, 0, 0, 1, NULL},
@@ -697,6 +723,10 @@ int main(void) {
         }
         if (skip_lt && tuned[i].gemm && !strcmp(tuned[i].gemm, "cublaslt")) {
             printf("%s: skipped (LATTE_TEST_NO_CUBLASLT=1)\n", tuned[i].name);
+            continue;
+        }
+        if (!g_hopper && tuned[i].gemm && !strcmp(tuned[i].gemm, "sm90")) {
+            printf("%s: skipped (the Hopper GEMM needs compute capability 9.0)\n", tuned[i].name);
             continue;
         }
         run_case(&tuned[i], 1);

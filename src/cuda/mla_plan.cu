@@ -10,16 +10,24 @@
 //   e. attention over the latent cache (mla_attention.cuh): o_lat [batch][H][512]
 //   f. W_UV    o[b][h*128:(h+1)*128] = W_UV[h] · o_lat[b][h]        GEMM batched over heads
 //   g. out     y = o · Woᵀ
-// The five GEMMs (a, b, d, f, g) run through cuBLASLt where it can be loaded (cublaslt_loader.cuh: it streams
-// the weights faster than ours), else through gemm_bf16 (gemm_bf16.cuh). Both round each projection's
-// output to bf16 once after an fp32 sum, so the rounding points above hold either way; with cuBLASLt the
-// down projection writes bf16 [batch][dq + 576] to workspace and the epilogue reads that instead of partials.
+// The five GEMMs (a, b, d, f, g) run on one of three engines, chosen per projection and run shape:
+//   cuBLASLt  where it can be loaded (cublaslt_loader.cuh): the untuned default (its heuristic's top-1);
+//   sm90      our Hopper GEMM (gemm_sm90.cuh: TMA + wgmma, persistent, stream-K), on compute capability 9.0 with an
+//             sm_90a build: the default where cuBLASLt is missing (1.5-2x our mma.sync GEMM on an H100), and a
+//             candidate of latte_mla_plan_tune everywhere it runs (measured 5-15% behind cuBLASLt's best per
+//             projection on an H100: docs/NOTES.md);
+//   latte     our mma.sync GEMM (gemm_bf16.cuh), which runs anywhere.
+// All round each projection's output to bf16 once after an fp32 sum, so the rounding points above hold either way;
+// with sm90 and cuBLASLt the down projection writes bf16 [batch][dq + 576] to workspace and the epilogue reads that
+// instead of partials.
 // Environment, read once at plan creation (the run never looks at it):
-//   LATTE_MLA_GEMM=latte      our GEMM for every projection
+//   LATTE_MLA_GEMM=latte      our mma.sync GEMM for every projection
 //   LATTE_MLA_GEMM=cublaslt   cuBLASLt for every projection; plan creation fails (NOT_SUPPORTED) without it,
 //                             and a run fails (NOT_SUPPORTED) for a batch its heuristic has no algorithm for
-//   unset / empty             cuBLASLt where it loads and its heuristic finds an algorithm, per projection
-//                             and batch; our GEMM otherwise
+//   LATTE_MLA_GEMM=sm90       our Hopper GEMM for every projection; plan creation fails (NOT_SUPPORTED) where it is
+//                             not available, and a run fails (NOT_SUPPORTED) whose operands it cannot take
+//   unset / empty             cuBLASLt where it loads and its heuristic finds an algorithm, else sm90 where it runs
+//                             and the operands suit it, per projection and batch; our mma.sync GEMM otherwise
 //   LATTE_MLA_SIMPLE_GEMM=1   our one-thread-per-output fallback for every GEMM (to bisect a wrong result on
 //                             the GPU); implies LATTE_MLA_GEMM=latte
 // How each projection runs is a per-shape choice kept in the plan's shape table: a shape is (batch, x row
@@ -34,7 +42,10 @@
 //
 // Run contract: no allocation, no synchronization, graph-capturable. All scratch is carved from the caller's
 // workspace in 256-byte aligned slices (mla_layout); the split-K partials of all GEMMs share one slice, since
-// the GEMMs run one after another on one stream, and so does cuBLASLt's workspace.
+// the GEMMs run one after another on one stream, and so does cuBLASLt's workspace. The sm90 GEMM's fixup counters
+// (one int per tile, zero between launches) are zeroed by one memset at the start of each run that uses it; every
+// sm90 launch leaves them zero again. sm90 launches after the first kernel of a run use programmatic dependent
+// launch: each loads its first weight tiles while the kernel before it finishes.
 #include "internal.h"
 
 #include <cuda_bf16.h>
@@ -49,6 +60,7 @@
 
 #include "cublaslt_loader.cuh"
 #include "gemm_bf16.cuh"
+#include "gemm_sm90.cuh"
 #include "mla_attention.cuh"
 #include "mla_small_kernels.cuh"
 
@@ -70,11 +82,14 @@ const char *const kProjectionName[kNProj] = {"down projection", "up projection",
                                              "W_UV absorption", "output projection"};
 const char *const kProjectionShort[kNProj] = {"down", "up", "w_uk", "w_uv", "out"};
 
-// How one projection runs: cuBLASLt with `algo`, or our GEMM with `split` K splits.
+// How one projection runs: cuBLASLt with `algo`, our Hopper GEMM with `sm90cfg`, or our mma.sync GEMM with `split`
+// K splits.
 struct ProjChoice {
     bool lt;
-    int split;                  // our GEMM (lt false): K splits, >= 1
+    bool sm90;                  // (lt false)
+    int split;                  // our mma.sync GEMM (lt and sm90 false): K splits, >= 1
     cublasLtMatmulAlgo_t algo;  // cuBLASLt (lt true)
+    latte::GemmSm90Config sm90cfg;  // sm90 true
 };
 
 // The choices of one run shape: the untuned default, and what runs use (the default, or tune's fastest).
@@ -105,6 +120,8 @@ struct MlaCudaPlan {
     bool simple_gemm;
     bool use_lt;                    // cuBLASLt loaded and its context made: projections go there where they can
     bool lt_forced;                 // LATTE_MLA_GEMM=cublaslt: a projection it cannot run fails the run
+    bool sm90;                      // our Hopper GEMM runs on this device: the default engine
+    bool sm90_forced;               // LATTE_MLA_GEMM=sm90
     latte::LtContext lt;
     std::mutex shape_mutex;         // guards the shape table (runs of one plan may come from several threads)
     RunShape *shapes[kMaxShapes];
@@ -117,7 +134,8 @@ size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
 struct MlaLayout {
     size_t q_lora, q, q_attn, o_lat, o, partial, attn, total;  // byte offsets (total = size)
     size_t partial_bytes;          // the partials slice: any split whose partials fit may run (tuned choices)
-    size_t down_out, lt_ws;        // cuBLASLt only (else 0): bf16 [batch][dq + 576], its workspace
+    size_t down_out, lt_ws;        // cuBLASLt or sm90 (else 0): bf16 [batch][dq + 576]; cuBLASLt's workspace (else 0)
+    size_t counters, counter_bytes;  // sm90 only (else 0): its fixup counters, int, zeroed at the start of a run
     int split_down, split_up, split_uk, split_uv, split_out;
     int attn_splits, attn_split_len;
 };
@@ -145,6 +163,10 @@ MlaLayout mla_layout(const struct latte_mla_plan_s *plan, int64_t batch, int64_t
     need(L.split_uk, kR, H);
     need(L.split_uv, kV, H);
     need(L.split_out, dim, 1);
+    if (cp->sm90) {
+        const size_t b = latte::gemm_sm90_partial_bytes(cp->gemm.sm_count);
+        if (b > partial) partial = b;
+    }
 
     const size_t B = (size_t)batch;
     size_t off = 0;
@@ -161,10 +183,18 @@ MlaLayout mla_layout(const struct latte_mla_plan_s *plan, int64_t batch, int64_t
     L.partial = take(partial);
     L.partial_bytes = partial;
     L.attn = take(latte::mla_attention_workspace_bytes((int)batch, H, L.attn_splits));
-    L.down_out = L.lt_ws = 0;
-    if (cp->use_lt) {  // the partials stay: a projection without a cuBLASLt algorithm falls back to our GEMM
-        L.down_out = take(B * (dq + kRow) * 2);
-        L.lt_ws = take(kLtWorkspace);
+    L.down_out = L.lt_ws = L.counters = L.counter_bytes = 0;
+    // the partials stay: a projection without a cuBLASLt algorithm or sm90 layout falls back to our mma.sync GEMM
+    if (cp->use_lt || cp->sm90) L.down_out = take(B * (dq + kRow) * 2);
+    if (cp->use_lt) L.lt_ws = take(kLtWorkspace);
+    if (cp->sm90) {  // enough counters for the largest tile count of any projection and configuration
+        size_t n = latte::gemm_sm90_counter_count(batch, dq + kRow, 1);
+        const size_t more[] = {latte::gemm_sm90_counter_count(batch, H * kQHead, 1),
+                               latte::gemm_sm90_counter_count(batch, kR, H), latte::gemm_sm90_counter_count(batch, kV, H),
+                               latte::gemm_sm90_counter_count(batch, dim, 1)};
+        for (size_t m : more) n = m > n ? m : n;
+        L.counter_bytes = align256(n * sizeof(int));
+        L.counters = take(L.counter_bytes);
     }
     L.total = off;
     return L;
@@ -286,9 +316,11 @@ RunShape *shape_for(MlaCudaPlan *cp, const latte_mla_config &c, int64_t M, int64
     for (int i = 0; i < kNProj; i++) {
         if (cp->use_lt) latte::lt_gemm_prepare(cp->lt, p[i], &s->g[i]);
         ProjChoice &u = s->sel.untuned[i];
-        u.lt = s->g[i].ready;
         u.split = p[i].split;  // gemm_choose_split's (1 for the simple GEMM)
+        u.lt = s->g[i].ready;  // (never with LATTE_MLA_GEMM=sm90: cuBLASLt is not loaded then)
+        u.sm90 = !u.lt && cp->sm90 && latte::gemm_sm90_supports(p[i], false);
         if (u.lt) u.algo = s->g[i].algo;
+        if (u.sm90) u.sm90cfg = latte::gemm_sm90_choose(M, p[i].N, p[i].K, p[i].batch, cp->gemm.sm_count);
         s->sel.use[i] = u;
     }
     if (cp->n_shapes < kMaxShapes)
@@ -314,19 +346,31 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
     const char *simple_env = getenv("LATTE_MLA_SIMPLE_GEMM");
     const bool simple = simple_env && simple_env[0] == '1';
     const char *gemm_env = getenv("LATTE_MLA_GEMM");
-    bool want_lt = !simple, lt_forced = false;
+    bool want_lt = !simple, lt_forced = false, want_sm90 = !simple, sm90_forced = false;
     if (gemm_env && gemm_env[0]) {
         if (!strcmp(gemm_env, "latte")) {
+            want_lt = want_sm90 = false;
+        } else if (!strcmp(gemm_env, "sm90")) {
+            if (simple)
+                return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
+                                       "environment: LATTE_MLA_GEMM=sm90 contradicts LATTE_MLA_SIMPLE_GEMM=1 "
+                                       "(our simple GEMM for every projection)");
+            if (!latte::gemm_sm90_available(plan->device))
+                return latte_set_error(LATTE_STATUS_NOT_SUPPORTED,
+                                       "environment: LATTE_MLA_GEMM=sm90, but the Hopper GEMM does not run here (it needs "
+                                       "compute capability 9.0, a build with sm_90a and a driver that encodes tensor maps)");
             want_lt = false;
+            sm90_forced = true;
         } else if (!strcmp(gemm_env, "cublaslt")) {
             if (simple)
                 return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
                                        "environment: LATTE_MLA_GEMM=cublaslt contradicts LATTE_MLA_SIMPLE_GEMM=1 "
                                        "(our simple GEMM for every projection)");
             lt_forced = true;
+            want_sm90 = false;
         } else {
             return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
-                                   "environment: LATTE_MLA_GEMM=\"%.40s\" is neither \"latte\" nor \"cublaslt\"",
+                                   "environment: LATTE_MLA_GEMM=\"%.40s\" is none of \"latte\", \"cublaslt\", \"sm90\"",
                                    gemm_env);
         }
     }
@@ -344,6 +388,8 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
     cp->simple_gemm = simple;
     cp->use_lt = false;
     cp->lt_forced = lt_forced;
+    cp->sm90 = want_sm90 && latte::gemm_sm90_available(plan->device);
+    cp->sm90_forced = sm90_forced;
     if ((e = latte::gemm_bf16_setup(&cp->gemm))) {
         delete cp;
         return cuda_fail(e, "GEMM kernel setup");
@@ -476,7 +522,7 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
     t.q_attn = (bf16 *)(ws + L.q_attn);
     t.o_lat = (bf16 *)(ws + L.o_lat);
     t.o = (bf16 *)(ws + L.o);
-    t.down_out = cp->use_lt ? (bf16 *)(ws + L.down_out) : nullptr;
+    t.down_out = (cp->use_lt || cp->sm90) ? (bf16 *)(ws + L.down_out) : nullptr;
     GemmProblem P[kNProj];
     mla_problems(cp, c, M, L, t, P);
     float *partial = (float *)(ws + L.partial);
@@ -497,17 +543,26 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
     ShapeSelection sel;
     lt.shape = shape_for(cp, c, M, a->x_row_stride, a->y_row_stride, L, &lt.temporary, &sel);
     if (!lt.shape) return latte_set_error(LATTE_STATUS_OUT_OF_MEMORY, "mla (CUDA): host allocation of a run shape failed");
-    bool on_lt[kNProj];
+    bool on_lt[kNProj], on_sm90[kNProj], any_sm90 = false;
     for (int i = 0; i < kNProj; i++) {
         on_lt[i] = sel.use[i].lt;
+        // sm90 also needs the run's pointers to suit TMA (16-byte aligned x): else our mma.sync GEMM, default split
+        on_sm90[i] = sel.use[i].sm90 && latte::gemm_sm90_supports(P[i], true);
+        any_sm90 = any_sm90 || on_sm90[i];
         if (!on_lt[i] && cp->lt_forced)
             return latte_set_error(LATTE_STATUS_NOT_SUPPORTED,
                                    "environment: LATTE_MLA_GEMM=cublaslt, but cuBLASLt has no algorithm for the %s "
                                    "at batch %lld: %s",
                                    kProjectionName[i], (long long)M, latte::cublaslt_status_name(lt.shape->g[i].status));
-        P[i].split = on_lt[i] ? 1 : sel.use[i].split;
+        if (!on_sm90[i] && cp->sm90_forced)
+            return latte_set_error(LATTE_STATUS_NOT_SUPPORTED,
+                                   "environment: LATTE_MLA_GEMM=sm90, but the Hopper GEMM cannot take the %s's operands "
+                                   "at batch %lld (x, y and their row strides must be 16-byte / 8-element aligned)",
+                                   kProjectionName[i], (long long)M);
+        if (on_lt[i] || on_sm90[i]) P[i].split = 1;
+        else if (!sel.use[i].sm90) P[i].split = sel.use[i].split;  // else the layout's default split
         // our GEMM's partials must fit the workspace's slice (tune only picks splits that do; kept honest here)
-        if (!on_lt[i] && (P[i].split > 1 || i == kDown) &&
+        if (!on_lt[i] && !on_sm90[i] && (P[i].split > 1 || i == kDown) &&
             latte::gemm_partial_bytes(M, P[i].N, P[i].batch, P[i].split) > L.partial_bytes)
             return latte_set_error(LATTE_STATUS_INTERNAL_ERROR, "mla (CUDA): the %s's split %d overflows the partials",
                                    kProjectionName[i], P[i].split);
@@ -518,8 +573,16 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
         if ((e = cudaSetDevice(dev))) return cuda_fail(e, "cudaSetDevice");
     }
 
-    // projection i (b, d, f, g) through cuBLASLt or our GEMM; an error status set, or success
+    // projection i through sm90, cuBLASLt or our mma.sync GEMM (down: the first two only); an error status set, or
+    // success. sm90 after the first kernel of the run: programmatic dependent launch.
+    int *sm90_counters = (int *)(ws + L.counters);
     auto project_i = [&](int i) -> latte_status {
+        if (on_sm90[i]) {
+            const cudaError_t se = latte::gemm_sm90_launch(P[i], sel.use[i].sm90cfg, cp->gemm.sm_count, partial,
+                                                           sm90_counters, i != kDown, stream);
+            if (se == cudaSuccess) return LATTE_STATUS_SUCCESS;
+            return cuda_fail(se, kProjectionName[i]);
+        }
         if (!on_lt[i]) {
             project(P[i], partial, simple, stream);
             return LATTE_STATUS_SUCCESS;
@@ -541,11 +604,13 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
     } while (0)
 
     if ((e = record(0))) return cuda_fail(e, "cudaEventRecord(events[0])");
+    if (any_sm90 && (e = cudaMemsetAsync(sm90_counters, 0, L.counter_bytes, stream)))
+        return cuda_fail(e, "zeroing the sm90 GEMM's counters");
 
     // a. down projection + cache append
     {
         latte::MlaDownEpilogueArgs ea;
-        if (on_lt[kDown]) {  // bf16 [batch][dq + 576] into down_out
+        if (on_lt[kDown] || on_sm90[kDown]) {  // bf16 [batch][dq + 576] into down_out
             if ((st = project_i(kDown))) return st;
             ea.down = t.down_out;
             ea.partial = nullptr;
@@ -630,7 +695,9 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
 //     the workspace size stays what latte_mla_workspace_size said, tuned or not); for the down projection
 //     with the reduction of its partials (a proxy of the epilogue's extra reads; cuBLASLt writes bf16)
 // Each: one warm-up, then kTuneReps timed runs, each after an L2 flush (in a run, the other projections'
-// weights evict this one's: a weight that fits in L2 must not be timed hot), the median kept. A candidate
+// weights evict this one's: a weight that fits in L2 must not be timed hot), the median kept. The flush reads 2x L2
+// (a memset flush would leave L2 full of dirty lines that the timed GEMM must write back: on an H100 that slowed every
+// candidate by 10-30%, unevenly, unlike anything in a run). A candidate
 // replaces the untuned choice only if it is at least 2% faster (less churn from timing noise).
 // Operands: scratch activations (cudaMalloc'd here, small random values, freed before returning), the
 // caller's workspace for split-K partials and cuBLASLt's workspace (scratch by contract). Nothing of the
@@ -638,7 +705,7 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
 namespace {
 
 constexpr int kTuneReps = 7;
-constexpr int kMaxTuneCandidates = latte::kLtMaxCandidates + 8;
+constexpr int kMaxTuneCandidates = latte::kLtMaxCandidates + 16;  // + our sm90 (<= 8) and mma.sync (<= 6)
 
 // small pseudo-random bf16 values in [-1/8, 1/8) (a hash of the index: no state, any grid)
 __global__ void tune_fill_kernel(bf16 *p, size_t n, uint32_t seed) {
@@ -651,6 +718,17 @@ __global__ void tune_fill_kernel(bf16 *p, size_t n, uint32_t seed) {
         h ^= h >> 16;
         p[i] = __float2bfloat16(((float)(h >> 8) * (1.0f / 16777216.0f) - 0.5f) * 0.25f);
     }
+}
+
+// The L2 flush: reads n16 16-byte units, so that L2 ends up holding clean lines of other data (the sink is never
+// written in practice; it keeps the loads)
+__global__ void tune_flush_kernel(const uint4 *__restrict__ p, size_t n16, unsigned *sink) {
+    unsigned x = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += (size_t)gridDim.x * blockDim.x) {
+        const uint4 v = __ldcg(p + i);
+        x ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (x == 0x9E3779B9u) *sink = x;
 }
 
 // What tune allocates, released on every return (after the stream has finished with it).
@@ -680,8 +758,10 @@ __attribute__((format(printf, 4, 5))) void buf_append(char *buf, size_t buf_byte
 }
 
 bool same_choice(const ProjChoice &a, const ProjChoice &b) {
-    if (a.lt != b.lt) return false;
-    return a.lt ? !memcmp(&a.algo, &b.algo, sizeof a.algo) : a.split == b.split;
+    if (a.lt != b.lt || a.sm90 != b.sm90) return false;
+    if (a.lt) return !memcmp(&a.algo, &b.algo, sizeof a.algo);
+    if (a.sm90) return a.sm90cfg.bn == b.sm90cfg.bn && a.sm90cfg.stream_k == b.sm90cfg.stream_k;
+    return a.split == b.split;
 }
 
 }  // namespace
@@ -734,17 +814,19 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
         off[i] = act_bytes;
         act_bytes += align256(n_act[i] * 2);
     }
-    if ((e = cudaMalloc(&scratch.block, act_bytes + flush_bytes)))
+    if ((e = cudaMalloc(&scratch.block, act_bytes + flush_bytes + 256)))
         return cuda_fail(e, "cudaMalloc of tuning scratch");
     char *blk = (char *)scratch.block;
     void *flush = blk + act_bytes;
+    unsigned *flush_sink = (unsigned *)(blk + act_bytes + flush_bytes);
+    if ((e = cudaMemsetAsync(flush, 0x5a, flush_bytes + 256, stream))) return cuda_fail(e, "initializing the L2 flush");
+    int sms = cp->gemm.sm_count > 0 ? cp->gemm.sm_count : 132;
     tune_fill_kernel<<<(unsigned)((act_bytes / 2 + 255) / 256 < 4096 ? (act_bytes / 2 + 255) / 256 : 4096), 256, 0,
                        stream>>>((bf16 *)blk, act_bytes / 2, 0x1234567u);
     if ((e = cudaGetLastError())) return cuda_fail(e, "filling the tuning scratch");
     for (int i = 0; i < 2 * kTuneReps; i++)
         if ((e = cudaEventCreate(&scratch.ev[i]))) return cuda_fail(e, "cudaEventCreate");
     if (cp->use_lt && (e = cudaSetDevice(dev))) return cuda_fail(e, "cudaSetDevice");
-
     MlaOperands t;
     t.x = (const bf16 *)(blk + off[kX]);
     t.x_row_stride = dim;
@@ -760,10 +842,18 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
     mla_problems(cp, c, M, L, t, P);
     char *ws = (char *)workspace;
     float *partial = (float *)(ws + L.partial);
+    if (cp->sm90 && (e = cudaMemsetAsync(ws + L.counters, 0, L.counter_bytes, stream)))
+        return cuda_fail(e, "zeroing the sm90 GEMM's counters");
 
     // one launch of candidate `cd` for projection i; CUBLAS_STATUS_SUCCESS or cuBLASLt's refusal
+    int *sm90_counters = (int *)(ws + L.counters);
     auto launch = [&](int i, const ProjChoice &cd) -> cublasStatus_t {
         if (cd.lt) return latte::lt_gemm_run(cp->lt, shape->g[i], cd.algo, P[i], ws + L.lt_ws, stream);
+        if (cd.sm90) {  // a launch error is left for cudaGetLastError; a layout it cannot take skips the candidate
+            const cudaError_t se =
+                latte::gemm_sm90_launch(P[i], cd.sm90cfg, cp->gemm.sm_count, partial, sm90_counters, false, stream);
+            return se == cudaErrorNotSupported ? CUBLAS_STATUS_NOT_SUPPORTED : CUBLAS_STATUS_SUCCESS;
+        }
         GemmProblem p = P[i];
         p.split = cd.split;
         if (i == kDown) {  // partials + their reduction (the run's epilogue reads the partials)
@@ -776,12 +866,13 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
         }
         return CUBLAS_STATUS_SUCCESS;
     };
-    // median µs of candidate cd; < 0: cuBLASLt refused it (skipped). A CUDA error fails the tune.
+    // median µs of candidate cd; < 0: cuBLASLt (or sm90) refused it (skipped). A CUDA error fails the tune.
     latte_status st = LATTE_STATUS_SUCCESS;
     auto time_candidate = [&](int i, const ProjChoice &cd) -> float {
         float ms[kTuneReps];
         for (int r = -1; r < kTuneReps; r++) {
-            if ((e = cudaMemsetAsync(flush, r & 0xff, flush_bytes, stream))) break;
+            tune_flush_kernel<<<(unsigned)sms * 4, 512, 0, stream>>>((const uint4 *)flush, flush_bytes / 16, flush_sink);
+            if ((e = cudaGetLastError())) break;
             if (r >= 0 && (e = cudaEventRecord(scratch.ev[2 * r], stream))) break;
             if (launch(i, cd) != CUBLAS_STATUS_SUCCESS) return -1.0f;  // nothing enqueued by a refused matmul
             if ((e = cudaGetLastError())) break;
@@ -825,7 +916,19 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
                 add(cd);
             }
         }
-        if (!cp->lt_forced) {
+        if (cp->sm90 && !cp->lt_forced && latte::gemm_sm90_supports(P[i], true)) {
+            latte::GemmSm90Config cfgs[8];
+            const int nc = latte::gemm_sm90_candidates(M, P[i].N, P[i].K, P[i].batch, cp->gemm.sm_count, cfgs, 8);
+            for (int k = 0; k < nc; k++) {
+                ProjChoice cd;
+                memset(&cd, 0, sizeof cd);
+                cd.sm90 = true;
+                cd.split = 1;
+                cd.sm90cfg = cfgs[k];
+                add(cd);
+            }
+        }
+        if (!cp->lt_forced && !cp->sm90_forced) {
             const int k_tiles = P[i].K / 64;
             const int splits[] = {sel.untuned[i].lt ? 1 : sel.untuned[i].split, 1, 2, 4, 8, 16};
             for (int want : splits) {
@@ -894,12 +997,14 @@ extern "C" latte_status latte_cuda_mla_plan_describe(struct latte_mla_plan_s *pl
         if (u.lt) {
             const latte::LtAlgoInfo a = latte::lt_algo_info(cp->lt, u.algo);
             append("cublasLt algo %d tile %d splitK %d", a.id, a.tile, a.split_k);
+        } else if (u.sm90) {
+            append("latte sm90 bn %d %s", u.sm90cfg.bn, u.sm90cfg.stream_k ? "stream-K" : "whole tiles");
         } else if (cp->simple_gemm) {
             append("latte simple gemm");
         } else {
             append("latte gemm splitK %d", u.split);
         }
-        const char *base = sel.untuned[i].lt ? "heuristic" : "default";
+        const char *base = sel.untuned[i].lt ? "heuristic" : sel.untuned[i].sm90 ? "cost model" : "default";
         if (sel.tuned)
             append(", %.1f us (%s %.1f us, %d candidates)\n", (double)sel.us[i], base, (double)sel.untuned_us[i],
                    sel.candidates[i]);
