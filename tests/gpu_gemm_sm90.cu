@@ -302,7 +302,15 @@ static void run_shape(Shape s0, bool all_configs, bool real_too) {
 }
 
 // C1 = A·B1ᵀ then (PDL) C2 = C1·B2ᵀ: the second launch's activations are the first's output. Eager and as a graph.
-static void pdl_pair_check() {
+// pdl false: plain launches; separate: the second GEMM gets its own partials and counters (a diagnostic).
+static void pdl_pair_check(bool pdl = true, bool separate = false) {
+    float *partial2 = g_partial;
+    int *counters2 = g_counters;
+    if (separate) {
+        CK(cudaMalloc(&partial2, gemm_sm90_partial_bytes(g_sms)));
+        CK(cudaMalloc(&counters2, g_counter_count * sizeof(int)));
+        CK(cudaMemset(counters2, 0, g_counter_count * sizeof(int)));
+    }
     const int64_t M = 128;
     const int N1 = 1536, K1 = 7168, N2 = 2048;
     Shape s1 = normalize(Shape{"pdl1", M, N1, K1, 1, 0, 0, 0, 0, 0, 0});
@@ -314,6 +322,9 @@ static void pdl_pair_check() {
     fill(b1.A, b1.na, 2, 1.0f);
     fill(b1.B, b1.nb, 1, 1.0f);
     fill(b2.B, b2.nb, 1, 1.0f);
+    // the fills ran on the legacy stream, which a non-blocking stream does not wait for (without this the first GEMM
+    // sometimes read half-filled operands: half the pairs failed when repeated)
+    CK(cudaDeviceSynchronize());
     const GemmSm90Config c1 = gemm_sm90_choose(M, N1, K1, 1, g_sms), c2 = gemm_sm90_choose(M, N2, N1, 1, g_sms);
     cudaStream_t st;
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
@@ -321,14 +332,14 @@ static void pdl_pair_check() {
         poison_kernel<<<1024, 256, 0, st>>>(b1.C, b1.nc);
         poison_kernel<<<1024, 256, 0, st>>>(b2.C, b2.nc);
         if (!graph) {
-            CK(gemm_sm90_launch(p1, c1, g_sms, g_partial, g_counters, true, st));
-            CK(gemm_sm90_launch(p2, c2, g_sms, g_partial, g_counters, true, st));
+            CK(gemm_sm90_launch(p1, c1, g_sms, g_partial, g_counters, pdl, st));
+            CK(gemm_sm90_launch(p2, c2, g_sms, partial2, counters2, pdl, st));
         } else {
             cudaGraph_t gr;
             cudaGraphExec_t ge;
             CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-            CK(gemm_sm90_launch(p1, c1, g_sms, g_partial, g_counters, true, st));
-            CK(gemm_sm90_launch(p2, c2, g_sms, g_partial, g_counters, true, st));
+            CK(gemm_sm90_launch(p1, c1, g_sms, g_partial, g_counters, pdl, st));
+            CK(gemm_sm90_launch(p2, c2, g_sms, partial2, counters2, pdl, st));
             CK(cudaStreamEndCapture(st, &gr));
             CK(cudaGraphInstantiate(&ge, gr, 0));
             for (int r = 0; r < 3; r++) CK(cudaGraphLaunch(ge, st));
@@ -346,6 +357,7 @@ static void pdl_pair_check() {
         counters_zero_check("PDL pair");
     }
     CK(cudaStreamDestroy(st));
+    if (separate) cudaFree(partial2), cudaFree(counters2);
     b2.A = nullptr;
     release(b1);
     release(b2);
@@ -446,6 +458,17 @@ int main() {
         {"batched m3", 3, 136, 128, 7, 7 * 192, 192, 128, 136 * 128, 7 * 144, 144},
         {"batched m130", 130, 64, 200, 3, 0, 0, 0, 0, 0, 0},
     };
+    if (const char *diag = getenv("LATTE_TEST_PDL_DIAG")) {  // the PDL pair alone, N times per variant
+        const int reps = atoi(diag) > 0 ? atoi(diag) : 1;
+        const struct { bool pdl, separate; const char *what; } v[] = {
+            {true, false, "PDL, shared workspace"}, {false, false, "no PDL"}, {true, true, "PDL, separate workspace"}};
+        for (const auto &x : v) {
+            const int before = g_fail;
+            for (int r = 0; r < reps; r++) pdl_pair_check(x.pdl, x.separate);
+            printf("PDL diag: %-26s %d failed checks in %d pairs\n", x.what, g_fail - before, reps);
+        }
+        return g_fail ? 1 : 0;
+    }
     if (getenv("LATTE_GEMM_PROFILE")) {
         int l2 = 0;
         CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));

@@ -247,7 +247,10 @@ __global__ void __launch_bounds__(kThreads, 1)
                     mine[i * 256 + tid] = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
                 __threadfence();
                 ptx::named_bar_sync(kBarEpilogue, 256);
-                if (tid == 0) *fixup_flag = atomicAdd(&p.counters[tile], 1) == c_last - c_first;
+                if (tid == 0) {
+                    *fixup_flag = atomicAdd(&p.counters[tile], 1) == c_last - c_first;
+                    __threadfence();  // (acquire: the observing thread fences before the barrier passes it on)
+                }
                 ptx::named_bar_sync(kBarEpilogue, 256);
                 const bool last = *fixup_flag != 0;
                 if (!last) continue;
