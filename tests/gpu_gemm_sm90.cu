@@ -11,6 +11,8 @@
 // With LATTE_GEMM_TIMING=1, then a timing table of the MLA shapes (median of 20 launches, each after a read-only L2 flush; weight
 // bytes / time), for every configuration the tuner would time, and the timing experiments (GemmSm90Config::dev_flags)
 // on the chosen one.
+// LATTE_GEMM_PROFILE=1: one launch of each MLA shape and nothing else (for ncu). LATTE_TEST_PDL_DIAG=N: the PDL pair
+// alone, N times with PDL, without, and with separate workspaces (it found a stream-ordering bug of this test).
 // Exit 77 (ctest: skipped) without a GPU, on a GPU that is not compute capability 9.0, or in a build without sm_90a.
 #include "cuda/gemm_sm90.cuh"
 
