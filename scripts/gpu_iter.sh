@@ -2,7 +2,12 @@
 # gpu_iter.sh OUTDIR: one device call for kernel iteration (a subset of gpu_check.sh, quicker): build for sm_90a, the
 # Hopper GEMM's unit test and then its timing table alone on the GPU, gpu_mla, latte-bench --only mla (tuned layer,
 # phases). Each step has a timeout, logs go under OUTDIR, a short summary is printed last.
-# ITER_STEPS (default "build,gemm,mla,bench") picks steps; ITER_BENCH_ARGS adds latte-bench arguments.
+# ITER_STEPS (default "build,gemm,mla,bench") picks steps; ITER_BENCH_ARGS adds latte-bench arguments. Attention steps:
+#   attn    gpu_attention (the attention alone against a float64 reference) and its timing table
+#   ncu     Nsight Compute on one attention launch at each length of ITER_NCU_LENS (default 6144): per-SASS-line
+#           warp stall samples (ncu_LEN.csv) and the details page (ncu_LEN.txt)
+#   exp     a build with -DLATTE_DEV_EXPERIMENTS and the attention timing table under each LATTE_MLA_WGMMA_EXPERIMENT
+#           of ITER_EXPS (default "1 2 3 4": stages left out, wrong results)
 set -u
 out=$(mkdir -p "${1:?usage: gpu_iter.sh OUTDIR}" && cd "$1" && pwd)
 cd "$(dirname "$0")/.." || exit 2
@@ -32,6 +37,32 @@ if want mla; then
   LATTE_REQUIRE_GPU=1 timeout 300 tests/gpu_mla >"$out/mla.log" 2>&1; rc=$?
   note "gpu_mla rc=$rc: $(tail -1 "$out/mla.log")"
   grep -E "FAIL" "$out/mla.log" | head -8
+fi
+if want attn; then
+  LATTE_ATTN_TIMING=1 timeout 240 tests/gpu_attention >"$out/attn.log" 2>&1; rc=$?
+  note "gpu_attention rc=$rc: $(tail -1 "$out/attn.log")"
+  grep -E "FAIL|time attention" "$out/attn.log" | head -20
+fi
+if want ncu; then
+  for len in ${ITER_NCU_LENS:-6144}; do
+    LATTE_ATTN_PROFILE=$len timeout 300 ncu --clock-control none -k regex:seesaw -s 1 -c 1 --set full \
+      --import-source yes -f -o "$out/ncu_$len" tests/gpu_attention >"$out/ncu_run_$len.log" 2>&1
+    note "ncu $len rc=$?"
+    ncu -i "$out/ncu_$len.ncu-rep" --page source --csv --print-source sass >"$out/ncu_$len.csv" 2>&1
+    ncu -i "$out/ncu_$len.ncu-rep" --page details >"$out/ncu_$len.txt" 2>&1
+    rm -f "$out/ncu_$len.ncu-rep"
+  done
+fi
+if want exp; then
+  (cd .. && cmake -S . -B build-exp -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+     -DCMAKE_CUDA_FLAGS=-DLATTE_DEV_EXPERIMENTS >"$out/exp_build.log" 2>&1 &&
+   cmake --build build-exp -j"$(nproc)" --target gpu_attention >>"$out/exp_build.log" 2>&1)
+  note "exp build rc=$?"
+  for x in ${ITER_EXPS:-1 2 3 4}; do
+    echo "== experiment $x" >>"$out/exp.log"
+    LATTE_MLA_WGMMA_EXPERIMENT=$x LATTE_ATTN_TIMING=2 timeout 120 ../build-exp/tests/gpu_attention >>"$out/exp.log" 2>&1
+  done
+  grep -E "^==|time attention" "$out/exp.log"
 fi
 if want bench; then
   timeout 240 bench/latte-bench --only mla --json "$out/bench.json" ${ITER_BENCH_ARGS:-} >"$out/bench.log" 2>&1

@@ -1,0 +1,355 @@
+// The attention over the latent cache alone (src/cuda/mla_attention*.cu, through mla_attention_launch: the kernel the
+// layer runs on this GPU, its split schedule and combine), against a float64 reference, element by element.
+//
+//   o_lat[b][h] = Σ_t softmax_t(s[h][t]) · c[t],  s = bf16(bf16(q_lat·c[t] + q_pe·rope(k_pe[t], t)) · scale)
+//   with the reference's bf16 rounding of the key rope (mla_attention_common.cuh), keys rotated at read or stored.
+// Cases: unequal lengths (0, 1, 63, 64, 65, a tile pair boundary, max), invalid lengths (NaN rows), batch 1 (split
+// over many blocks + combine), 16 / 64 / 128 heads, padded strides; cache rows past each sequence's end and the
+// padding of q are NaN (a kernel that reads them fails), o_lat's rows are NaN before the call.
+// Tolerance: |o − ref| ≤ 4e-3 · max|ref| + 1e-2 · |ref| (P is rounded to bf16 before P·V, as the reference's bmm
+// does; the sum order differs).
+// LATTE_ATTN_TIMING=1: then the timing table (=2: the table alone, e.g. for a build with timing experiments) at the reference shapes (batch 128, 128 heads, every sequence at the
+// length): median of 15 launches, each after a read-only L2 flush: µs, TFLOP/s (2·B·H·T·(576 + 512)), cache TB/s.
+// LATTE_ATTN_PROFILE=L: one warm-up and one launch at length L (batch 128, 128 heads) and nothing else (for ncu).
+// Exit 77 (ctest: skipped) without a GPU.
+#include "cuda/mla_attention.cuh"
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+using namespace latte;
+typedef __nv_bfloat16 bf16;
+
+#define CK(call)                                                                                          \
+    do {                                                                                                  \
+        cudaError_t e_ = (call);                                                                          \
+        if (e_ != cudaSuccess) {                                                                          \
+            fprintf(stderr, "FAIL %s:%d: %s -> %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(e_)); \
+            exit(1);                                                                                      \
+        }                                                                                                 \
+    } while (0)
+
+static int g_fail = 0, g_checks = 0;
+static uint64_t g_rng = 0x2545F4914F6CDD1Dull;
+static uint64_t rng() {
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return g_rng;
+}
+static float uniform() { return (float)((rng() >> 11) * (1.0 / 9007199254740992.0)) * 2.f - 1.f; }
+
+// host bf16 by bit patterns (round to nearest even; the inputs are finite)
+static uint16_t bits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+static float val(uint16_t h) {
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static float bf(float x) { return val(bits(x)); }
+static const uint16_t kNaN = 0x7fc1;
+
+struct Case {
+    const char *name;
+    int batch, n_heads, max_cache_len;
+    std::vector<int> lens;  // batch entries
+    bool rotate;            // keys rotated at read (reference convention)
+    int q_pad, cache_pad;   // extra elements per q head row / per cache row
+    float q_scale, c_scale;
+};
+
+static void run_case(const Case &k, int sms) {
+    const int B = k.batch, H = k.n_heads, L = k.max_cache_len;
+    const int64_t q_head = 576 + k.q_pad, q_batch = (int64_t)H * q_head;
+    const int64_t row = 576 + k.cache_pad, cap = L + 3, c_batch = cap * row;
+    std::vector<uint16_t> q((size_t)B * q_batch, kNaN), cache((size_t)B * c_batch, kNaN);
+    std::vector<uint16_t> cos_t((size_t)(L + 1) * 64), sin_t((size_t)(L + 1) * 64);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int d = 0; d < 576; d++) q[b * q_batch + h * q_head + d] = bits(uniform() * k.q_scale);
+    for (int b = 0; b < B; b++) {
+        const int T = k.lens[b] >= 0 && k.lens[b] <= L ? k.lens[b] + 1 : 0;
+        for (int t = 0; t < T; t++)
+            for (int d = 0; d < 576; d++) cache[b * c_batch + t * row + d] = bits(uniform() * k.c_scale);
+    }
+    for (size_t i = 0; i < cos_t.size(); i++) cos_t[i] = bits(uniform()), sin_t[i] = bits(uniform());
+
+    int n_splits = 0, split_len = 0;
+    mla_attention_schedule(B, H, L, sms, &n_splits, &split_len);
+    bf16 *d_q, *d_cache, *d_cos, *d_sin, *d_o;
+    int *d_lens;
+    float *d_ws;
+    const size_t o_elems = (size_t)B * H * 512;
+    CK(cudaMalloc(&d_q, q.size() * 2));
+    CK(cudaMalloc(&d_cache, cache.size() * 2));
+    CK(cudaMalloc(&d_cos, cos_t.size() * 2));
+    CK(cudaMalloc(&d_sin, sin_t.size() * 2));
+    CK(cudaMalloc(&d_o, o_elems * 2));
+    CK(cudaMalloc(&d_lens, B * sizeof(int)));
+    CK(cudaMalloc(&d_ws, mla_attention_workspace_bytes(B, H, n_splits)));
+    CK(cudaMemcpy(d_q, q.data(), q.size() * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_cache, cache.data(), cache.size() * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_cos, cos_t.data(), cos_t.size() * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_sin, sin_t.data(), sin_t.size() * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_lens, k.lens.data(), B * sizeof(int), cudaMemcpyHostToDevice));
+    std::vector<uint16_t> o_init(o_elems, kNaN);
+    CK(cudaMemcpy(d_o, o_init.data(), o_elems * 2, cudaMemcpyHostToDevice));
+
+    MlaAttentionParams p{};
+    p.q = d_q, p.q_batch_stride = q_batch, p.q_head_stride = q_head;
+    p.kv_cache = d_cache, p.cache_batch_stride = c_batch, p.cache_row_stride = row;
+    p.cache_lens = d_lens, p.max_cache_len = L;
+    p.rope_cos = k.rotate ? d_cos : nullptr, p.rope_sin = k.rotate ? d_sin : nullptr;
+    p.softmax_scale = 1.f / sqrtf(192.f);
+    p.batch = B, p.n_heads = H, p.n_splits = n_splits, p.split_len = split_len;
+    p.o_partial = d_ws, p.lse_partial = d_ws + (size_t)n_splits * B * H * 512;
+    p.o_lat = d_o;
+    CK(mla_attention_launch(p, 0));
+    CK(cudaDeviceSynchronize());
+    std::vector<uint16_t> o(o_elems);
+    CK(cudaMemcpy(o.data(), d_o, o_elems * 2, cudaMemcpyDeviceToHost));
+
+    // reference, float64 (scores rounded as the reference does)
+    int bad = 0;
+    double worst = 0.0;
+    std::vector<double> s, ref(512);
+    std::vector<float> kpe(64);
+    for (int b = 0; b < B; b++) {
+        const int len = k.lens[b];
+        const bool valid = len >= 0 && len <= L;
+        for (int h = 0; h < H; h++) {
+            const uint16_t *orow = &o[((size_t)b * H + h) * 512];
+            if (!valid) {
+                for (int d = 0; d < 512; d++) bad += !std::isnan(val(orow[d]));
+                continue;
+            }
+            const int T = len + 1;
+            const uint16_t *qr = &q[b * q_batch + h * q_head];
+            s.assign(T, 0.0);
+            double mx = -INFINITY;
+            for (int t = 0; t < T; t++) {
+                const uint16_t *cr = &cache[b * c_batch + t * row];
+                for (int d = 0; d < 64; d++) {
+                    const float x = val(cr[512 + d]);
+                    if (!k.rotate) {
+                        kpe[d] = x;
+                        continue;
+                    }
+                    const float rot = d < 32 ? -val(cr[512 + d + 32]) : val(cr[512 + d - 32]);
+                    kpe[d] = bf(bf(x * val(cos_t[t * 64 + d])) + bf(rot * val(sin_t[t * 64 + d])));
+                }
+                double dot = 0.0;
+                for (int d = 0; d < 512; d++) dot += (double)val(qr[d]) * val(cr[d]);
+                for (int d = 0; d < 64; d++) dot += (double)val(qr[512 + d]) * kpe[d];
+                s[t] = bf(bf((float)dot) * p.softmax_scale);
+                mx = std::max(mx, s[t]);
+            }
+            double l = 0.0;
+            std::fill(ref.begin(), ref.end(), 0.0);
+            for (int t = 0; t < T; t++) {
+                const double e = exp(s[t] - mx);
+                l += e;
+                const uint16_t *cr = &cache[b * c_batch + t * row];
+                for (int d = 0; d < 512; d++) ref[d] += e * val(cr[d]);
+            }
+            double rmax = 0.0;
+            for (int d = 0; d < 512; d++) ref[d] /= l, rmax = std::max(rmax, fabs(ref[d]));
+            for (int d = 0; d < 512; d++) {
+                const double got = val(orow[d]), err = fabs(got - ref[d]);
+                const double tol = 4e-3 * rmax + 1e-2 * fabs(ref[d]);
+                if (!(err <= tol)) {
+                    if (bad < 5)
+                        printf("  %s: b %d h %d d %d: got %g, ref %g (len %d)\n", k.name, b, h, d, got, ref[d], len);
+                    bad++;
+                }
+                if (rmax > 0) worst = std::max(worst, err / rmax);
+            }
+        }
+    }
+    g_checks++;
+    if (bad) g_fail++;
+    printf("%s %s: batch %d, %d heads, max len %d, %d split(s) of %d: max err %.2e of max|ref|, %d bad\n",
+           bad ? "FAIL" : "ok  ", k.name, B, H, L, n_splits, split_len, worst, bad);
+    cudaFree(d_q), cudaFree(d_cache), cudaFree(d_cos), cudaFree(d_sin), cudaFree(d_o), cudaFree(d_lens), cudaFree(d_ws);
+}
+
+// ---- timing at the reference shapes ----
+__global__ void fill_kernel(bf16 *p, size_t n, uint64_t seed) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+        h ^= h >> 31;
+        h *= 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 29;
+        p[i] = __float2bfloat16(((float)(h & 0xffffff) / 8388608.f - 1.f));
+    }
+}
+// L2 flush by reads (a memset flush leaves dirty lines that the timed kernel would have to write back)
+__global__ void flush_kernel(const uint4 *__restrict__ p, size_t n16, unsigned *sink) {
+    unsigned x = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += (size_t)gridDim.x * blockDim.x) {
+        const uint4 v = __ldcg(p + i);
+        x ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (x == 0x9E3779B9u) *sink = x;
+}
+
+struct Big {
+    bf16 *q = nullptr, *cache = nullptr, *cos_t = nullptr, *sin_t = nullptr, *o = nullptr, *flush = nullptr;
+    int *lens = nullptr;
+    float *ws = nullptr;
+    size_t flush_bytes = 0;
+};
+
+static MlaAttentionParams big_params(Big &m, int L, bool rotate, int sms, std::vector<int> *lens_host) {
+    const int B = 128, H = 128;
+    int n_splits = 0, split_len = 0;
+    mla_attention_schedule(B, H, L, sms, &n_splits, &split_len);
+    std::vector<int> lens(B, L);
+    if (lens_host) *lens_host = lens;
+    CK(cudaMemcpy(m.lens, lens.data(), B * sizeof(int), cudaMemcpyHostToDevice));
+    MlaAttentionParams p{};
+    p.q = m.q, p.q_batch_stride = (int64_t)H * 576, p.q_head_stride = 576;
+    p.kv_cache = m.cache, p.cache_batch_stride = (int64_t)(L + 1) * 576, p.cache_row_stride = 576;
+    p.cache_lens = m.lens, p.max_cache_len = L;
+    p.rope_cos = rotate ? m.cos_t : nullptr, p.rope_sin = rotate ? m.sin_t : nullptr;
+    p.softmax_scale = 1.f / sqrtf(192.f);
+    p.batch = B, p.n_heads = H, p.n_splits = n_splits, p.split_len = split_len;
+    p.o_partial = m.ws, p.lse_partial = m.ws + (size_t)n_splits * B * H * 512;
+    p.o_lat = m.o;
+    return p;
+}
+
+static void big_alloc(Big &m, int max_len, int sms) {
+    const int B = 128, H = 128;
+    const size_t cache_elems = (size_t)B * (max_len + 1) * 576;
+    CK(cudaMalloc(&m.q, (size_t)B * H * 576 * 2));
+    CK(cudaMalloc(&m.cache, cache_elems * 2));
+    CK(cudaMalloc(&m.cos_t, (size_t)(max_len + 1) * 64 * 2));
+    CK(cudaMalloc(&m.sin_t, (size_t)(max_len + 1) * 64 * 2));
+    CK(cudaMalloc(&m.o, (size_t)B * H * 512 * 2));
+    CK(cudaMalloc(&m.lens, B * sizeof(int)));
+    size_t ws = 0;
+    for (int L = 64; L <= max_len; L += 64) {
+        int n = 0, sl = 0;
+        mla_attention_schedule(B, H, L, sms, &n, &sl);
+        ws = std::max(ws, mla_attention_workspace_bytes(B, H, n));
+    }
+    CK(cudaMalloc(&m.ws, ws));
+    fill_kernel<<<1024, 256>>>(m.q, (size_t)B * H * 576, 1);
+    fill_kernel<<<4096, 256>>>(m.cache, cache_elems, 2);
+    fill_kernel<<<256, 256>>>(m.cos_t, (size_t)(max_len + 1) * 64, 3);
+    fill_kernel<<<256, 256>>>(m.sin_t, (size_t)(max_len + 1) * 64, 4);
+    int l2 = 0;
+    CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+    m.flush_bytes = (size_t)l2 * 3;
+    CK(cudaMalloc(&m.flush, m.flush_bytes));
+    CK(cudaMemset(m.flush, 0x5a, m.flush_bytes));
+    CK(cudaDeviceSynchronize());
+}
+
+static void big_free(Big &m) {
+    cudaFree(m.q), cudaFree(m.cache), cudaFree(m.cos_t), cudaFree(m.sin_t), cudaFree(m.o), cudaFree(m.lens);
+    cudaFree(m.ws), cudaFree(m.flush);
+}
+
+static void flush_l2(const Big &m) {
+    flush_kernel<<<1024, 512>>>((const uint4 *)m.flush, m.flush_bytes / 16,
+                                (unsigned *)((char *)m.flush + m.flush_bytes / 2));
+}
+
+static double time_attention(Big &m, const MlaAttentionParams &p, int reps) {
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    std::vector<float> t;
+    for (int r = 0; r < reps + 1; r++) {
+        flush_l2(m);
+        CK(cudaEventRecord(e0));
+        CK(mla_attention_launch(p, 0));
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms = 0.f;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        if (r > 0) t.push_back(ms * 1e3f);  // the first launch sets the kernel's attributes
+    }
+    cudaEventDestroy(e0), cudaEventDestroy(e1);
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+int main() {
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("gpu_attention: no GPU, skipped\n");
+        return 77;
+    }
+    int sms = 0;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    const char *seed = getenv("LATTE_TEST_SEED");
+    if (seed) g_rng = strtoull(seed, nullptr, 0) | 1;
+    printf("gpu_attention: %s, %d SMs, seed 0x%llx\n", prop.name, sms, (unsigned long long)g_rng);
+
+    if (const char *prof = getenv("LATTE_ATTN_PROFILE")) {
+        const int L = std::max(1, atoi(prof));
+        Big m;
+        big_alloc(m, L, sms);
+        const MlaAttentionParams p = big_params(m, L, true, sms, nullptr);
+        for (int r = 0; r < 2; r++) {
+            flush_l2(m);
+            CK(mla_attention_launch(p, 0));
+        }
+        CK(cudaDeviceSynchronize());
+        big_free(m);
+        printf("gpu_attention: profile launches at length %d done\n", L);
+        return 0;
+    }
+
+    const Case cases[] = {
+        {"unequal lengths", 7, 128, 300, {0, 1, 63, 64, 65, 128, 300}, true, 0, 0, 1.f, 1.f},
+        {"pair boundaries", 5, 128, 257, {127, 128, 129, 191, 257}, true, 0, 0, 1.f, 1.f},
+        {"stored keys", 4, 128, 200, {200, 3, 130, 77}, false, 0, 0, 1.f, 1.f},
+        {"invalid lengths", 4, 64, 100, {-1, 50, 101, 100}, true, 0, 0, 1.f, 1.f},
+        {"batch 1 long (split)", 1, 128, 3000, {3000}, true, 0, 0, 1.f, 1.f},
+        {"batch 2 split unequal", 2, 128, 2000, {1999, 700}, true, 0, 0, 1.f, 1.f},
+        {"16 heads, padded strides", 3, 16, 150, {150, 20, 99}, true, 24, 8, 1.f, 1.f},
+        {"80 heads, other magnitudes", 3, 80, 180, {180, 64, 0}, true, 0, 0, 3.f, 0.25f},
+        {"small magnitudes", 2, 128, 129, {129, 100}, true, 0, 0, 0.05f, 0.1f},
+    };
+    const char *timing = getenv("LATTE_ATTN_TIMING");
+    if (!timing || atoi(timing) != 2)
+        for (const Case &c : cases) run_case(c, sms);
+    if (timing && atoi(timing) != 0) {
+        const int lens[] = {512, 1024, 2048, 4096, 6144};
+        Big m;
+        big_alloc(m, 6144, sms);
+        printf("timing (batch 128, 128 heads; median of 15 launches, each after a %zu MB read-only L2 flush):\n",
+               m.flush_bytes >> 20);
+        for (int rot = 1; rot >= 0; rot--)
+            for (int L : lens) {
+                if (!rot && L != 4096) continue;
+                const MlaAttentionParams p = big_params(m, L, rot != 0, sms, nullptr);
+                const double us = time_attention(m, p, 15);
+                const double T = L + 1, flop = 2.0 * 128 * 128 * T * (576 + 512), bytes = 128.0 * T * 576 * 2;
+                printf("  time attention len %5d%s: %8.1f us  %6.1f TFLOP/s  %5.2f TB/s of cache  (%d split(s))\n", L,
+                       rot ? "" : " stored", us, flop / us * 1e-6, bytes / us * 1e-6, p.n_splits);
+            }
+        big_free(m);
+    }
+    printf("gpu_attention: %d checks, %d failed\n", g_checks, g_fail);
+    return g_fail ? 1 : 0;
+}
