@@ -7,7 +7,8 @@
 #   ncu     Nsight Compute on one attention launch at each length of ITER_NCU_LENS (default 6144): per-SASS-line
 #           warp stall samples (ncu_LEN.csv) and the details page (ncu_LEN.txt)
 #   exp     a build with -DLATTE_DEV_EXPERIMENTS and the attention timing table under each LATTE_MLA_WGMMA_EXPERIMENT
-#           of ITER_EXPS (default "1 2 3 4": stages left out, wrong results)
+#           of ITER_EXPS (default "1 2 3 4": stages left out, wrong results; 8 and up are checked too), then the
+#           timelines of ITER_TRACES (experiments with bit 8) at length ITER_TRACE_LEN (default 6144)
 set -u
 out=$(mkdir -p "${1:?usage: gpu_iter.sh OUTDIR}" && cd "$1" && pwd)
 cd "$(dirname "$0")/.." || exit 2
@@ -60,9 +61,15 @@ if want exp; then
   note "exp build rc=$?"
   for x in ${ITER_EXPS:-1 2 3 4}; do
     echo "== experiment $x" >>"$out/exp.log"
-    LATTE_MLA_WGMMA_EXPERIMENT=$x LATTE_ATTN_TIMING=2 timeout 120 ../build-exp/tests/gpu_attention >>"$out/exp.log" 2>&1
+    mode=2; [ "$x" -ge 8 ] && mode=1  # experiments 8 and up keep the results: checked too
+    LATTE_MLA_WGMMA_EXPERIMENT=$x LATTE_ATTN_TIMING=$mode timeout 120 ../build-exp/tests/gpu_attention >>"$out/exp.log" 2>&1
   done
-  grep -E "^==|time attention" "$out/exp.log"
+  grep -E "^==|time attention|FAIL|checks" "$out/exp.log"
+  for x in ${ITER_TRACES:-}; do  # timelines (experiment bit 8) at length 6144
+    echo "== trace $x" >>"$out/trace.log"
+    LATTE_MLA_WGMMA_EXPERIMENT=$x LATTE_ATTN_TRACE=${ITER_TRACE_LEN:-6144} timeout 60 ../build-exp/tests/gpu_attention \
+      >>"$out/trace.log" 2>&1
+  done
 fi
 if want bench; then
   timeout 240 bench/latte-bench --only mla --json "$out/bench.json" ${ITER_BENCH_ARGS:-} >"$out/bench.log" 2>&1

@@ -319,6 +319,43 @@ int main() {
         return 0;
     }
 
+#if defined(LATTE_DEV_EXPERIMENTS)
+    if (const char *tr = getenv("LATTE_ATTN_TRACE")) {  // with LATTE_MLA_WGMMA_EXPERIMENT having bit 8
+        const int L = std::max(1, atoi(tr));
+        Big m;
+        big_alloc(m, L, sms);
+        const MlaAttentionParams p = big_params(m, L, true, sms, nullptr);
+        for (int r = 0; r < 3; r++) {
+            flush_l2(m);
+            CK(mla_attention_launch(p, 0));
+        }
+        CK(cudaDeviceSynchronize());
+        std::vector<unsigned long long> t(2 * 8 * 32);
+        CK(mla_attention_seesaw_trace(t.data()));
+        printf("trace at length %d, block 0, clocks from WG0's step 0 of each pair (steps: see the kernel; c0..c8 the S "
+               "chunk waits)\n", L);
+        for (int pr = 0; pr < 8; pr++) {
+            const unsigned long long t0 = t[(0 * 8 + pr) * 32 + 0];
+            const unsigned long long next = pr + 1 < 8 ? t[(0 * 8 + pr + 1) * 32 + 0] : 0;
+            printf("pair %d (next pair at %lld)\n", 8 + pr, next ? (long long)(next - t0) : -1LL);
+            for (int w = 0; w < 2; w++) {
+                printf("  WG%d steps:", w);
+                for (int e = 0; e < 12; e++) {
+                    const unsigned long long v = t[(w * 8 + pr) * 32 + e];
+                    printf(" %2d:%6lld", e, v ? (long long)(v - t0) : 0LL);
+                }
+                printf("\n  WG%d chunks:", w);
+                for (int e = 16; e < 25; e++) {
+                    const unsigned long long v = t[(w * 8 + pr) * 32 + e];
+                    printf(" c%d:%6lld", e - 16, v ? (long long)(v - t0) : 0LL);
+                }
+                printf("\n");
+            }
+        }
+        big_free(m);
+        return 0;
+    }
+#endif
     const Case cases[] = {
         {"unequal lengths", 7, 128, 300, {0, 1, 63, 64, 65, 128, 300}, true, 0, 0, 1.f, 1.f},
         {"pair boundaries", 5, 128, 257, {127, 128, 129, 191, 257}, true, 0, 0, 1.f, 1.f},

@@ -77,5 +77,10 @@ cudaError_t mla_attention_wgmma_launch(const MlaAttentionParams &p, int device, 
 // availability); cudaErrorNotSupported (nothing launched) where the driver cannot describe the cache as a TMA tensor
 // map (no encoder, or a stride / base address the unit cannot take): the caller then launches v2.1.
 cudaError_t mla_attention_seesaw_launch(const MlaAttentionParams &p, int device, cudaStream_t stream);
+#if defined(LATTE_DEV_EXPERIMENTS)
+// Builds with -DLATTE_DEV_EXPERIMENTS: the timeline of LATTE_MLA_WGMMA_EXPERIMENT bit 8 ([2 warpgroups][8 pairs][32]
+// clock64 values: steps 0-15 as numbered in the kernel, 16-24 the S chunk waits)
+cudaError_t mla_attention_seesaw_trace(unsigned long long *host);
+#endif
 
 }  // namespace latte

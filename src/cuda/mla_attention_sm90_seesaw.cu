@@ -82,9 +82,15 @@ __device__ __forceinline__ uint32_t unit_offset(int r, int c, int u) {
 }
 #endif
 
-// kExp: timing experiments that leave one stage out (wrong results; built only with -DLATTE_DEV_EXPERIMENTS, chosen by
-// LATTE_MLA_WGMMA_EXPERIMENT): 1 no KV copies after the first pair (the barriers complete with 0 bytes), 2 no S wgmma,
-// 3 no P·V wgmma, 4 no key rotation.
+// kExp: timing experiments (built only with -DLATTE_DEV_EXPERIMENTS, chosen by LATTE_MLA_WGMMA_EXPERIMENT). Leaving one
+// stage out (wrong results): 1 no KV copies after the first pair (the barriers complete with 0 bytes), 2 no S wgmma,
+// 3 no P·V wgmma, 4 no key rotation. Bits that keep the results: 8 a timeline of block 0 (clock64 at each step of
+// pairs 8-15, both warpgroups: mla_attention_seesaw_trace), 16 each copy also prefetches the same chunks of the next
+// pair's tile into L2, 32 WG1 starts its S after WG0's S is done (m_a published) instead of beside it.
+#if defined(LATTE_DEV_EXPERIMENTS)
+constexpr int kTracePairs = 8, kTraceFirstPair = 8, kTraceSlots = 32;
+__device__ unsigned long long g_seesaw_trace[2][kTracePairs][kTraceSlots];
+#endif
 template <int kExp>
 __global__ void __launch_bounds__(kThreads, 1)
     mla_attention_seesaw_kernel(const __grid_constant__ CUtensorMap kv_map, const MlaAttentionParams p) {
@@ -147,7 +153,18 @@ __global__ void __launch_bounds__(kThreads, 1)
             ptx::mbarrier_arrive_expect_tx(full_bar(buf, c), kChunkBytes);
             ptx::tma_load_3d(tile_base(buf) + (uint32_t)c * kChunkBytes, &kv_map, 64 * c, tok_begin + tile * kTile, b,
                              full_bar(buf, c));
+            if ((kExp & 16) && tile + 2 < n_tiles) ptx::tma_prefetch_3d(&kv_map, 64 * c, tok_begin + (tile + 2) * kTile, b);
         }
+    };
+    // kExp & 8: clock64 of step `ev` of pair `pair` (block 0, one thread a warpgroup)
+    auto trace = [&](int pair, int ev) {
+#if defined(LATTE_DEV_EXPERIMENTS)
+        if ((kExp & 8) && blockIdx.x == 0 && tid % 128 == 0 && pair >= kTraceFirstPair &&
+            pair < kTraceFirstPair + kTracePairs)
+            g_seesaw_trace[tid / 128][pair - kTraceFirstPair][ev] = clock64();
+#else
+        (void)pair, (void)ev;
+#endif
     };
 
     // a hand-off: every thread of the producer warpgroup signals after its writes, the consumer waits before its reads
@@ -230,6 +247,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int i = 0; i < kChunks; ++i) {
             const int c = wg == 0 ? (i < 4 ? i : (i == 4 ? 8 : i - 1)) : (i < 5 ? i + 4 : i - 5);
             ptx::mbarrier_wait(full_bar(my_buf, c), parity);
+            trace(tile / 2, 16 + i);
             if (c == 8 && rotate && kExp != 4) {
                 unsigned char *tile_ptr = smem + kKvOff + my_buf * kTileBytes;
 #pragma unroll
@@ -258,12 +276,15 @@ __global__ void __launch_bounds__(kThreads, 1)
             if (wg == 0 && i == 3) {  // groups: [P1·V1_L of the previous pair] [S chunks 0-3]
                 ptx::wgmma_commit();
                 ptx::wgmma_wait<1>();  // P1·V1_L done: buffer 1's chunks 0-3 and P1 are free
+                trace(tile / 2, 11);
                 if (wtid == 0 && release1_tile >= 0) issue_copies(release1_tile, 1, 0, 4);
                 release1_tile = -1;
             }
         }
+        trace(tile / 2, 2);
         ptx::wgmma_commit();
         ptx::wgmma_wait<0>();
+        trace(tile / 2, 3);
         // scores as the reference rounds them (log2 domain); tokens ≥ T masked
         const int tok0 = t_first + 2 * t4;
 #pragma unroll
@@ -349,6 +370,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             const bool has1 = tile1 < n_tiles;
             const uint32_t parity = (uint32_t)pair & 1u;
             // ---- WG0: S0, m_a, P0·V0_L; then P0' for WG1 and P1·V1_L ----
+            trace(pair, 0);
             compute_s(tile0, parity);
             float mx0, mx1;
             row_max(mx0, mx1);
@@ -356,6 +378,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             float *ma_slot = s_ma + (pair & 1) * kHeads, *mb_slot = s_mb + (pair & 1) * kHeads;
             if (t4 == 0) ma_slot[r0] = ma0, ma_slot[r1] = ma1;
             hand_signal(kHandMa);
+            trace(pair, 4);
             exponentiate(ma0, ma1);
             zero_tail(tile0, 0);  // S0 has read the tile; P·V of both warpgroups come after this
             unsigned char *p0_tile = smem + kKvOff + 8 * kChunkBytes;
@@ -365,21 +388,27 @@ __global__ void __launch_bounds__(kThreads, 1)
             ptx::named_bar_sync(kBarWg, 128);
             scale_o(rescale(m_run0, ma0), rescale(m_run1, ma1));
             issue_pv(p0_desc, v0_desc);  // O_L += P0·V0_L
+            trace(pair, 5);
             hand_wait(kHandP1, parity);  // m_b (and P1) from WG1
+            trace(pair, 6);
             const float mb0 = mb_slot[r0], mb1 = mb_slot[r1];
             const float ab0 = rescale(ma0, mb0), ab1 = rescale(ma1, mb1);
             ptx::wgmma_wait<0>();  // P0·V0_L done: buffer 0's chunks 0-3 and P0 are free
+            trace(pair, 7);
             if (wtid == 0 && tile0 + 2 < n_tiles) issue_copies(tile0 + 2, 0, 0, 4);
             store_p(p0_tile, ab0, ab1, sum0, sum1);  // P0' = P0·2^(m_a − m_b)
             ptx::fence_proxy_async_smem();
             hand_signal(kHandP0);
+            trace(pair, 8);
             l0 = l0 * rescale(m_run0, mb0) + sum0;
             l1 = l1 * rescale(m_run1, mb1) + sum1;
             scale_o(ab0, ab1);
             if (has1) {
 #pragma unroll 1
                 for (int c = 0; c < 4; ++c) ptx::mbarrier_wait(full_bar(1, c), parity);
+                trace(pair, 9);
                 issue_pv(p1_desc, v1_desc);  // O_L += P1·V1_L, waited for in the next S0 (or after the loop)
+                trace(pair, 10);
                 if (tile1 + 2 < n_tiles) release1_tile = tile1 + 2;
             }
             m_run0 = mb0, m_run1 = mb1;
@@ -393,11 +422,14 @@ __global__ void __launch_bounds__(kThreads, 1)
             const uint32_t parity = (uint32_t)pair & 1u;
             // ---- WG1: S1 (with S0), m_b, P1·V1_R; then P0'·V0_R ----
             float mx0 = -INFINITY, mx1 = -INFINITY;
+            trace(pair, 0);
+            if (kExp & 32) hand_wait(kHandMa, parity);  // S1 after S0 (m_a published means S0 is done)
             if (has1) {
                 compute_s(tile1, parity);
                 row_max(mx0, mx1);
             }
             hand_wait(kHandMa, parity);
+            trace(pair, 4);
             const float *ma_slot = s_ma + (pair & 1) * kHeads;
             float *mb_slot = s_mb + (pair & 1) * kHeads;
             const float mb0 = fmaxf(ma_slot[r0], mx0), mb1 = fmaxf(ma_slot[r1], mx1);
@@ -411,17 +443,23 @@ __global__ void __launch_bounds__(kThreads, 1)
             ptx::fence_proxy_async_smem();
             ptx::named_bar_sync(kBarWg + 1, 128);  // P1 and the zeroed rows, visible to this warpgroup's wgmma
             hand_signal(kHandP1);                   // ... and to WG0's
+            trace(pair, 5);
             l0 = l0 * rescale(m_run0, mb0) + sum0;
             l1 = l1 * rescale(m_run1, mb1) + sum1;
             scale_o(rescale(m_run0, mb0), rescale(m_run1, mb1));
             if (has1) issue_pv(p1_desc, v1_desc);  // O_R += P1·V1_R
+            trace(pair, 6);
             hand_wait(kHandP0, parity);             // P0' and buffer 0's zeroed rows from WG0
+            trace(pair, 7);
             issue_pv(p0_desc, v0_desc);            // O_R += P0'·V0_R
+            trace(pair, 8);
             if (has1) {
                 ptx::wgmma_wait<1>();  // P1·V1_R done: buffer 1's chunks 4-8 are free
+                trace(pair, 9);
                 if (wtid == 0 && tile1 + 2 < n_tiles) issue_copies(tile1 + 2, 1, 4, kChunks);
             }
             ptx::wgmma_wait<0>();      // P0'·V0_R done: buffer 0's chunks 4-8 are free
+            trace(pair, 10);
             if (wtid == 0 && tile0 + 2 < n_tiles) issue_copies(tile0 + 2, 0, 4, kChunks);
             m_run0 = mb0, m_run1 = mb1;
         }
@@ -502,6 +540,12 @@ cudaError_t launch_seesaw(const MlaAttentionParams &p, const CUtensorMap &map, i
 
 }  // namespace
 
+#if defined(LATTE_DEV_EXPERIMENTS)
+cudaError_t mla_attention_seesaw_trace(unsigned long long *host) {
+    return cudaMemcpyFromSymbol(host, g_seesaw_trace, sizeof(g_seesaw_trace));
+}
+#endif
+
 cudaError_t mla_attention_seesaw_launch(const MlaAttentionParams &p, int device, cudaStream_t stream) {
     CUtensorMap map;
     if (!encode_kv_map(p, &map)) return cudaErrorNotSupported;
@@ -515,6 +559,12 @@ cudaError_t mla_attention_seesaw_launch(const MlaAttentionParams &p, int device,
         case 2: return launch_seesaw<2>(p, map, device, stream);
         case 3: return launch_seesaw<3>(p, map, device, stream);
         case 4: return launch_seesaw<4>(p, map, device, stream);
+        case 8: return launch_seesaw<8>(p, map, device, stream);
+        case 16: return launch_seesaw<16>(p, map, device, stream);
+        case 32: return launch_seesaw<32>(p, map, device, stream);
+        case 40: return launch_seesaw<40>(p, map, device, stream);
+        case 48: return launch_seesaw<48>(p, map, device, stream);
+        case 56: return launch_seesaw<56>(p, map, device, stream);
         default: break;
     }
 #endif

@@ -367,6 +367,15 @@ __device__ __forceinline__ uint64_t l2_policy_evict_normal() {
 #endif
     return pol;
 }
+// TMA: fetch the box at coordinates (c0, c1, c2) of the 3-D tensor map `tmap` into L2 only (no shared memory, no
+// mbarrier, nothing to wait for): a later tma_load_3d of the same box then finds it in L2.
+__device__ __forceinline__ void tma_prefetch_3d(const void *tmap, int c0, int c1, int c2) {
+#if LATTE_PTX_SM90A
+    asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];\n"
+                 ::"l"(reinterpret_cast<uint64_t>(tmap)), "r"(c0), "r"(c1), "r"(c2)
+                 : "memory");
+#endif
+}
 // tma_load_3d with an L2 eviction policy (l2_policy_*) for the bytes it reads.
 __device__ __forceinline__ void tma_load_3d_hint(uint32_t dst, const void *tmap, int c0, int c1, int c2, uint32_t bar,
                                                  uint64_t policy) {
