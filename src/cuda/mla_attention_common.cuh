@@ -22,6 +22,25 @@ static __device__ __forceinline__ float score_reference(float dot, float scale) 
 // The same, in the log2 domain the fast kernel's exp2f works in.
 static __device__ __forceinline__ float score_log2(float dot, float scale) { return score_reference(dot, scale) * kLog2e; }
 
+// The same for two scores at once, bit for bit: cvt.rn.bf16x2.f32 (F2FP.PACK_AB) rounds each half on its own, like
+// two scalar conversions, and is the cheap one. The scalar float → bf16 conversion (F2F.BF16.F32) goes through the
+// shared MIO pipe: in the seesaw kernel (ncu, H100, length 6144) its 64 per thread and tile made the scores ~1,100
+// cycles of each warpgroup's critical path; this form issues 32 F2FP and a few integer moves instead.
+static __device__ __forceinline__ float2 score_log2_x2(float dot_a, float dot_b, float scale) {
+    const __nv_bfloat162 d = __floats2bfloat162_rn(dot_a, dot_b);
+    const __nv_bfloat162 r = __floats2bfloat162_rn(__low2float(d) * scale, __high2float(d) * scale);
+    return make_float2(__low2float(r) * kLog2e, __high2float(r) * kLog2e);
+}
+
+// 2^x in one MUFU.EX2 (ex2.approx.ftz): exp2f without --use_fast_math adds a range test and two multiplies for
+// results below 2^-126, which it returns as subnormals; here they are 0. Only exponents of softmax terms go through
+// it: a term below 2^-126 next to the row's largest term (exactly 1) changes no bf16 output.
+static __device__ __forceinline__ float fast_exp2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 // The reference's rotary rounding for one element: x·cos and rotate_half(x)·sin are each rounded to bf16 (PyTorch
 // bf16 tensor ops), then their sum is. `rot` is the rotate_half partner already negated where needed (exact).
 static __device__ __forceinline__ __nv_bfloat16 rope_reference(float x, float rot, float c, float s) {

@@ -18,8 +18,8 @@
 // Copies: TMA, one 64 × 64 box (8 KB, 128-byte swizzle: the layout wgmma reads) per chunk of 64 columns, one mbarrier
 //   per (buffer, chunk). A chunk is reloaded as soon as its last reader is done, by that reader's warpgroup:
 //     buffer 0 chunks 0-3 after WG0's P0·V0_L (early in the pair), chunks 4-8 after WG1's P0'·V0_R;
-//     buffer 1 chunks 4-8 after WG1's P1·V1_R (mid pair), chunks 0-3 after WG0's P1·V1_L (WG0 does not wait for
-//     that P·V: it issues the next S0's first 4 chunks behind it and releases the chunks in the middle of that S0).
+//     buffer 1 chunks 4-8 after WG1's P1·V1_R (mid pair), chunks 0-3 after WG0's P1·V1_L (WG0 waits for it before
+//     its next S0, so that the copies start as early as possible: a copy takes ~2,000 cycles to land).
 //   WG0 multiplies the chunks of its S in the order 0..3, 8, 4..7 and WG1 in the order 4..8, 0..3, so each starts on
 //   the chunks that were released first; of chunks 4-8 the k_pe chunk is copied first, so that its rotation overlaps
 //   the arrival of the rest. The map covers rows 0..max_cache_len of every sequence (they exist: max_cache_len <
@@ -218,9 +218,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     float m_run0 = -INFINITY, m_run1 = -INFINITY;  // M: the running row max (log2 domain) both warpgroups agree on
     float l0 = 0.f, l1 = 0.f;  // this thread's share of the row sums of the tiles this warpgroup computed S of
 
-    // WG0 leaves P·V1_L of the previous pair in flight when it starts S0: buffer 1's chunks 0-3 of tile
-    // `release1_tile` (-1: none) are copied once that P·V is done, which compute_s waits for after its first 4 chunks
-    int release1_tile = -1;
     // S = Q·Kᵀ of the tile in this warpgroup's buffer (pair `pair`), the k_pe chunk rotated first; waited for.
     auto compute_s = [&](int tile, uint32_t parity) {
         const int t_first = tok_begin + tile * kTile;
@@ -233,7 +230,10 @@ __global__ void __launch_bounds__(kThreads, 1)
             if (rotate && t < T) {
                 const uint4 *c = reinterpret_cast<const uint4 *>(p.rope_cos + (size_t)t * kMlaRope) + pe_u;
                 const uint4 *sn = reinterpret_cast<const uint4 *>(p.rope_sin + (size_t)t * kMlaRope) + pe_u;
-                tab[k][0] = __ldg(c), tab[k][1] = __ldg(c + 4), tab[k][2] = __ldg(sn), tab[k][3] = __ldg(sn + 4);
+                // issued here, ~4 chunks of wgmma before the rotation needs them (an __ldg was sunk to the use:
+                // ncu showed the rotation waiting on these loads)
+                tab[k][0] = ptx::ld_nc_early(c), tab[k][1] = ptx::ld_nc_early(c + 4);
+                tab[k][2] = ptx::ld_nc_early(sn), tab[k][3] = ptx::ld_nc_early(sn + 4);
             } else {
                 tab[k][0] = tab[k][1] = tab[k][2] = tab[k][3] = make_uint4(0, 0, 0, 0);
             }
@@ -273,13 +273,6 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk)
                 if (kExp != 2) ptx::wgmma_m64n64k16_ss(s, qd + 2 * kk, kd + 2 * kk);
-            if (wg == 0 && i == 3) {  // groups: [P1·V1_L of the previous pair] [S chunks 0-3]
-                ptx::wgmma_commit();
-                ptx::wgmma_wait<1>();  // P1·V1_L done: buffer 1's chunks 0-3 and P1 are free
-                trace(tile / 2, 11);
-                if (wtid == 0 && release1_tile >= 0) issue_copies(release1_tile, 1, 0, 4);
-                release1_tile = -1;
-            }
         }
         trace(tile / 2, 2);
         ptx::wgmma_commit();
@@ -287,14 +280,21 @@ __global__ void __launch_bounds__(kThreads, 1)
         trace(tile / 2, 3);
         // scores as the reference rounds them (log2 domain); tokens ≥ T masked
         const int tok0 = t_first + 2 * t4;
+        const bool full = t_first + kTile <= T;  // warp-uniform: only a sequence's last tile masks
 #pragma unroll
         for (int j = 0; j < 8; ++j)
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const bool valid = tok0 + 8 * j + e < T;
-                s[4 * j + e] = valid ? score_log2(s[4 * j + e], p.softmax_scale) : -INFINITY;
-                s[4 * j + 2 + e] = valid ? score_log2(s[4 * j + 2 + e], p.softmax_scale) : -INFINITY;
+            for (int h = 0; h < 2; ++h) {  // row r0 (h 0) and r1 (h 1): tokens tok0 + 8j, + 1
+                const float2 v = score_log2_x2(s[4 * j + 2 * h], s[4 * j + 2 * h + 1], p.softmax_scale);
+                s[4 * j + 2 * h] = v.x, s[4 * j + 2 * h + 1] = v.y;
             }
+        if (!full) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e)
+                    if (tok0 + 8 * j + e >= T) s[4 * j + e] = -INFINITY, s[4 * j + 2 + e] = -INFINITY;
+        }
     };
     auto row_max = [&](float &mx0, float &mx1) {
         mx0 = -INFINITY, mx1 = -INFINITY;
@@ -313,8 +313,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         const float sub0 = m0 == -INFINITY ? 0.f : m0, sub1 = m1 == -INFINITY ? 0.f : m1;
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
-            s[4 * j] = exp2f(s[4 * j] - sub0), s[4 * j + 1] = exp2f(s[4 * j + 1] - sub0);
-            s[4 * j + 2] = exp2f(s[4 * j + 2] - sub1), s[4 * j + 3] = exp2f(s[4 * j + 3] - sub1);
+            s[4 * j] = fast_exp2(s[4 * j] - sub0), s[4 * j + 1] = fast_exp2(s[4 * j + 1] - sub0);
+            s[4 * j + 2] = fast_exp2(s[4 * j + 2] - sub1), s[4 * j + 3] = fast_exp2(s[4 * j + 3] - sub1);
         }
     };
     // bf16(s · f) into the P tile at `p_tile` (row-major [64 heads][64 tokens], swizzled); returns the rows' sums
@@ -359,7 +359,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         ptx::wgmma_commit();
     };
     // 2^(from − to) for a running max that moved from `from` to `to` (1 while both are −inf)
-    const auto rescale = [](float from, float to) { return to == -INFINITY ? 1.f : exp2f(from - to); };
+    const auto rescale = [](float from, float to) { return to == -INFINITY ? 1.f : fast_exp2(from - to); };
 
     // Each warpgroup runs its own loop over the pairs (one loop with the branch inside would let ptxas see a path from
     // WG0's P·V left in flight into WG1's code, and serialize the wgmma).
@@ -407,9 +407,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll 1
                 for (int c = 0; c < 4; ++c) ptx::mbarrier_wait(full_bar(1, c), parity);
                 trace(pair, 9);
-                issue_pv(p1_desc, v1_desc);  // O_L += P1·V1_L, waited for in the next S0 (or after the loop)
+                issue_pv(p1_desc, v1_desc);  // O_L += P1·V1_L
                 trace(pair, 10);
-                if (tile1 + 2 < n_tiles) release1_tile = tile1 + 2;
+                // waited for here, not behind the next S0's first chunks: buffer 1's chunks 0-3 are then copied
+                // ~1,600 cycles earlier, and WG1's next S1 no longer waits for them (timeline, H100, length 6144)
+                ptx::wgmma_wait<0>();
+                trace(pair, 11);
+                if (wtid == 0 && tile1 + 2 < n_tiles) issue_copies(tile1 + 2, 1, 0, 4);
             }
             m_run0 = mb0, m_run1 = mb1;
         }

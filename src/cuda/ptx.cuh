@@ -25,6 +25,15 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 
 // Hint: bring the 128-byte line holding ptr into L1 (never faults).
 __device__ __forceinline__ void prefetch_l1(const void *ptr) { asm volatile("prefetch.global.L1 [%0];\n" ::"l"(ptr)); }
+// 16 bytes of read-only global memory, loaded where this statement stands: a volatile asm stays in order with the
+// other volatile asm (wgmma, mbarrier waits), so the compiler cannot sink the load to its first use as it may an __ldg.
+__device__ __forceinline__ uint4 ld_nc_early(const void *ptr) {
+    uint4 v;
+    asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(ptr));
+    return v;
+}
 
 // ldmatrix x4: four 8x8 b16 matrices from shared memory into the mma fragment layout; lanes 8i..8i+7 give the
 // row addresses of matrix i.
