@@ -219,25 +219,31 @@ __global__ void __launch_bounds__(kThreads, 1)
     float l0 = 0.f, l1 = 0.f;  // this thread's share of the row sums of the tiles this warpgroup computed S of
 
     // S = Q·Kᵀ of the tile in this warpgroup's buffer (pair `pair`), the k_pe chunk rotated first; waited for.
-    auto compute_s = [&](int tile, uint32_t parity) {
+    // this thread's two k_pe unit pairs in the rotation: rows wtid/4 and wtid/4 + 32, rope dims 8u..8u+7, 32 + 8u..
+    const int pe_row = wtid / 4, pe_u = wtid % 4;
+    // Their cos/sin, loaded for the tile whose S this warpgroup computes next. Where they are loaded matters (timeline,
+    // H100, 6144): an __ldg at the S's start was sunk by the compiler to the rotation, which then waited ~700 cycles
+    // for L2 in the middle of the S; loaded at the S's start and kept there (volatile), the S's first wgmma waited
+    // for them instead (a wgmma issues only once the warp's pending register loads are complete). So they are loaded
+    // in the previous pair, right after this warpgroup's first P·V is issued, ~1,000 cycles before its next wgmma.
+    uint4 tab[2][4];
+    auto load_tables = [&](int tile) {
         const int t_first = tok_begin + tile * kTile;
-        // this thread's two k_pe unit pairs: rows wtid/4 and wtid/4 + 32, rope dims 8u..8u+7 and 32 + 8u..
-        const int pe_row = wtid / 4, pe_u = wtid % 4;
-        uint4 tab[2][4];
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
             const int t = t_first + pe_row + 32 * k;
-            if (rotate && t < T) {
+            if (rotate && tile < n_tiles && t < T) {
                 const uint4 *c = reinterpret_cast<const uint4 *>(p.rope_cos + (size_t)t * kMlaRope) + pe_u;
                 const uint4 *sn = reinterpret_cast<const uint4 *>(p.rope_sin + (size_t)t * kMlaRope) + pe_u;
-                // issued here, ~4 chunks of wgmma before the rotation needs them (an __ldg was sunk to the use:
-                // ncu showed the rotation waiting on these loads)
                 tab[k][0] = ptx::ld_nc_early(c), tab[k][1] = ptx::ld_nc_early(c + 4);
                 tab[k][2] = ptx::ld_nc_early(sn), tab[k][3] = ptx::ld_nc_early(sn + 4);
             } else {
                 tab[k][0] = tab[k][1] = tab[k][2] = tab[k][3] = make_uint4(0, 0, 0, 0);
             }
         }
+    };
+    auto compute_s = [&](int tile, uint32_t parity) {
+        const int t_first = tok_begin + tile * kTile;
 #pragma unroll
         for (int i = 0; i < 32; ++i) s[i] = 0.f;
         ptx::wgmma_fence();
@@ -363,6 +369,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     // Each warpgroup runs its own loop over the pairs (one loop with the branch inside would let ptxas see a path from
     // WG0's P·V left in flight into WG1's code, and serialize the wgmma).
+    load_tables(my_buf);  // tile 0 (WG0) or 1 (WG1)
     if (wg == 0) {
 #pragma unroll 1
         for (int pair = 0; 2 * pair < n_tiles; ++pair) {
@@ -388,6 +395,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             ptx::named_bar_sync(kBarWg, 128);
             scale_o(rescale(m_run0, ma0), rescale(m_run1, ma1));
             issue_pv(p0_desc, v0_desc);  // O_L += P0·V0_L
+            load_tables(tile0 + 2);
             trace(pair, 5);
             hand_wait(kHandP1, parity);  // m_b (and P1) from WG1
             trace(pair, 6);
@@ -452,6 +460,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             l1 = l1 * rescale(m_run1, mb1) + sum1;
             scale_o(rescale(m_run0, mb0), rescale(m_run1, mb1));
             if (has1) issue_pv(p1_desc, v1_desc);  // O_R += P1·V1_R
+            load_tables(tile1 + 2);
             trace(pair, 6);
             hand_wait(kHandP0, parity);             // P0' and buffer 0's zeroed rows from WG0
             trace(pair, 7);
