@@ -233,19 +233,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     uint4 kpe[2][2];  // [row k][lo, hi]
     auto load_k_pe = [&](int tile) {
         const int t_first = tok_begin + tile * kTile;
-        // and the lines the load of the pair after will read, into L2 (a miss costs ~2,000 cycles: more than the time
-        // between these loads and their use): thread pe_u 0 the k_pe line of its rows, 1 the cos line, 2 the sin line
-        if ((pe_u == 0 || (rotate && pe_u < 3)) && tile + 2 < n_tiles) {
-#pragma unroll
-            for (int k = 0; k < 2; ++k) {
-                const int t = t_first + 2 * kTile + pe_row + 32 * k;
-                if (t < T)
-                    ptx::prefetch_l2(pe_u == 0 ? (const void *)(p.kv_cache + (size_t)b * p.cache_batch_stride +
-                                                                 (size_t)t * p.cache_row_stride + kMlaLatent)
-                                     : pe_u == 1 ? (const void *)(p.rope_cos + (size_t)t * kMlaRope)
-                                                 : (const void *)(p.rope_sin + (size_t)t * kMlaRope));
-            }
-        }
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
             const int t = t_first + pe_row + 32 * k;

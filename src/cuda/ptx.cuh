@@ -25,8 +25,6 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 
 // Hint: bring the 128-byte line holding ptr into L1 (never faults).
 __device__ __forceinline__ void prefetch_l1(const void *ptr) { asm volatile("prefetch.global.L1 [%0];\n" ::"l"(ptr)); }
-// Bring the 128-byte line at ptr into L2 (no register, nothing to wait for).
-__device__ __forceinline__ void prefetch_l2(const void *ptr) { asm volatile("prefetch.global.L2 [%0];\n" ::"l"(ptr)); }
 // 16 bytes of read-only global memory, loaded where this statement stands: a volatile asm stays in order with the
 // other volatile asm (wgmma, mbarrier waits), so the compiler cannot sink the load to its first use as it may an __ldg.
 __device__ __forceinline__ uint4 ld_nc_early(const void *ptr) {
