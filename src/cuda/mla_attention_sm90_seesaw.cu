@@ -49,6 +49,7 @@ constexpr int kHeads = 64;                        // heads per block: the wgmma 
 constexpr int kThreads = 256;                     // 2 warpgroups
 constexpr int kTile = 64;                         // tokens per KV tile
 constexpr int kChunks = kMlaRow / 64;             // 9 chunks of 64 bf16 per row
+constexpr int kLatentChunks = kMlaLatent / 64;    // 8 of them latent (copied by TMA); chunk 8 is k_pe
 constexpr uint32_t kChunkBytes = 64 * 128;
 constexpr uint32_t kTileBytes = kChunks * kChunkBytes;  // 72 KB
 constexpr uint32_t kP1Off = 3 * kTileBytes;
@@ -60,7 +61,6 @@ static_assert((2 * kChunks + 5) * 8 <= 256, "mbarriers fit their slot");
 static_assert(kSmemBytes <= 232448, "fits the 227 KB a Hopper block may opt into");
 
 #if LATTE_PTX_SM90A  // the device-only part (the sm_80 image and the host pass do not see it)
-constexpr int kLatentChunks = kMlaLatent / 64;  // 8 of the 9 chunks are latent (copied by TMA); chunk 8 is k_pe
 constexpr uint32_t kQOff = 0;
 constexpr uint32_t kKvOff = kTileBytes;  // [2] tiles
 // Hand-offs between the warpgroups, one phase a pair each: mbarriers after the 18 copy barriers, all 128 threads of
