@@ -49,7 +49,6 @@ constexpr int kHeads = 64;                        // heads per block: the wgmma 
 constexpr int kThreads = 256;                     // 2 warpgroups
 constexpr int kTile = 64;                         // tokens per KV tile
 constexpr int kChunks = kMlaRow / 64;             // 9 chunks of 64 bf16 per row
-constexpr int kLatentChunks = kMlaLatent / 64;    // 8 of them latent (copied by TMA); chunk 8 is k_pe
 constexpr uint32_t kChunkBytes = 64 * 128;
 constexpr uint32_t kTileBytes = kChunks * kChunkBytes;  // 72 KB
 constexpr uint32_t kP1Off = 3 * kTileBytes;
@@ -57,7 +56,7 @@ constexpr uint32_t kBarOff = kP1Off + kChunkBytes;      // mbarriers full[buffer
 constexpr uint32_t kStatOff = kBarOff + 256;
 constexpr uint32_t kStatBytes = 6 * kHeads * sizeof(float);  // m_a[2][64], m_b[2][64] (by pair parity), row_sum[2][64]
 constexpr size_t kSmemBytes = kStatOff + kStatBytes + 1024;  // + slack to align the base to 1024 bytes
-static_assert((2 * kChunks + 5) * 8 <= 256, "mbarriers fit their slot");
+static_assert((2 * kChunks + 4) * 8 <= 256, "mbarriers fit their slot");
 static_assert(kSmemBytes <= 232448, "fits the 227 KB a Hopper block may opt into");
 
 #if LATTE_PTX_SM90A  // the device-only part (the sm_80 image and the host pass do not see it)
@@ -76,7 +75,6 @@ constexpr int kHandEnd = 3;  // both ways, once (256 arrivals): the row sums of 
                              // __syncthreads: racecheck reports the exchange across it, apparently because the
                              // warpgroups passed their own named barriers a different number of times (the probe's
                              // mode 4 vs 5)
-constexpr int kHandV0Free = 4;  // WG1 → WG0: P0'·V0_R done (buffer 0's chunk 8, where P0' was, may be written)
 constexpr int kBarWg = 4;   // + warpgroup: the named barrier of the 128 threads of one warpgroup
 
 __device__ __forceinline__ uint32_t unit_offset(int r, int c, int u) {
@@ -143,9 +141,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t bar0 = base + kBarOff;
     auto full_bar = [&](int buf, int c) { return bar0 + 8u * (uint32_t)(buf * kChunks + c); };
     auto tile_base = [&](int buf) { return base + kKvOff + (uint32_t)buf * kTileBytes; };
-    // chunks [c_begin, c_end) of `tile` into buffer `buf` (one thread; the k_pe chunk 8 never: see load_k_pe)
+    // chunks [c_begin, c_end) of `tile` into buffer `buf` (one thread)
+    // (chunks 4-8 go k_pe chunk first: it lands first and its rotation overlaps the arrival of the others)
     auto issue_copies = [&](int tile, int buf, int c_begin, int c_end) {
-        for (int c = c_begin; c < c_end; ++c) {
+        for (int i = c_begin; i < c_end; ++i) {
+            const int c = c_end == kChunks ? (i == c_begin ? kChunks - 1 : i - 1) : i;
             if (kExp == 1 && tile > 1) {
                 ptx::mbarrier_arrive_expect_tx(full_bar(buf, c), 0);
                 continue;
@@ -176,7 +176,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int i = 0; i < 2 * kChunks; ++i) ptx::mbarrier_init(bar0 + 8u * i, 1);
         for (int h = kHandMa; h <= kHandP0; ++h) ptx::mbarrier_init(hand_bar(h), 128);
         ptx::mbarrier_init(hand_bar(kHandEnd), 256);
-        ptx::mbarrier_init(hand_bar(kHandV0Free), 128);
         ptx::fence_mbarrier_init();
     }
     // ---- Q, once, by every thread (cp.async; head rows beyond n_heads zero-filled) ----
@@ -193,8 +192,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     __syncthreads();  // the mbarriers are initialized
     if (tid == 0) {
-        issue_copies(0, 0, 0, kLatentChunks);
-        if (n_tiles > 1) issue_copies(1, 1, 0, kLatentChunks);
+        issue_copies(0, 0, 0, kChunks);
+        if (n_tiles > 1) issue_copies(1, 1, 0, kChunks);
     }
     ptx::cp_async_wait<0>();
     ptx::fence_proxy_async_smem();  // Q, visible to wgmma
@@ -219,76 +218,62 @@ __global__ void __launch_bounds__(kThreads, 1)
     float m_run0 = -INFINITY, m_run1 = -INFINITY;  // M: the running row max (log2 domain) both warpgroups agree on
     float l0 = 0.f, l1 = 0.f;  // this thread's share of the row sums of the tiles this warpgroup computed S of
 
-    // The k_pe chunk (8) of the tile whose S this warpgroup computes next does not come by TMA: each thread loads its
-    // two unit pairs (rows wtid/4 and wtid/4 + 32; rope dims 8u..8u+7 and 32 + 8u..) and their cos/sin from global
-    // memory into registers when it has issued its last P·V of the pair (then waited for: a wgmma issues only once
-    // the warp's pending register loads are complete, so no wgmma of its own comes between these loads and their use;
-    // the P values are dead by then, so the 48 registers fit), rotates them in registers at the start of its next S
-    // and stores them into the chunk before the S's first wgmma. Why (timeline of block 0, H100, 6144): the rotation in
-    // shared memory, between the S's wgmma, took ~1,000-1,300 cycles per S (its loads and stores queue behind the
-    // wgmma's operand reads, which the two S's keep at ~128 B/clk), and the chunk was one more ~2,000-cycle copy to
-    // wait for. Rows ≥ T get zeros (the scores of those tokens are masked).
+    // S = Q·Kᵀ of the tile in this warpgroup's buffer (pair `pair`), the k_pe chunk rotated first; waited for.
+    // this thread's two k_pe unit pairs in the rotation: rows wtid/4 and wtid/4 + 32, rope dims 8u..8u+7, 32 + 8u..
     const int pe_row = wtid / 4, pe_u = wtid % 4;
-    uint4 tab[2][4];  // [row k][cos lo, cos hi, sin lo, sin hi]
-    uint4 kpe[2][2];  // [row k][lo, hi]
-    auto load_k_pe = [&](int tile) {
+    // Their cos/sin, loaded for the tile whose S this warpgroup computes next. Where they are loaded matters (timeline,
+    // H100, 6144): an __ldg at the S's start was sunk by the compiler to the rotation, which then waited ~700 cycles
+    // for L2 in the middle of the S; loaded at the S's start and kept there (volatile), the S's first wgmma waited
+    // for them instead (a wgmma issues only once the warp's pending register loads are complete). So they are loaded
+    // in the previous pair, right after this warpgroup's first P·V is issued, ~1,000 cycles before its next wgmma.
+    uint4 tab[2][4];
+    auto load_tables = [&](int tile) {
         const int t_first = tok_begin + tile * kTile;
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
             const int t = t_first + pe_row + 32 * k;
-            if (tile < n_tiles && t < T) {
-                const uint4 *x = reinterpret_cast<const uint4 *>(p.kv_cache + (size_t)b * p.cache_batch_stride +
-                                                                  (size_t)t * p.cache_row_stride + kMlaLatent) + pe_u;
-                kpe[k][0] = ptx::ld_nc_early(x), kpe[k][1] = ptx::ld_nc_early(x + 4);
-            } else {
-                kpe[k][0] = kpe[k][1] = make_uint4(0, 0, 0, 0);
-            }
             if (rotate && tile < n_tiles && t < T) {
                 const uint4 *c = reinterpret_cast<const uint4 *>(p.rope_cos + (size_t)t * kMlaRope) + pe_u;
                 const uint4 *sn = reinterpret_cast<const uint4 *>(p.rope_sin + (size_t)t * kMlaRope) + pe_u;
                 tab[k][0] = ptx::ld_nc_early(c), tab[k][1] = ptx::ld_nc_early(c + 4);
                 tab[k][2] = ptx::ld_nc_early(sn), tab[k][3] = ptx::ld_nc_early(sn + 4);
+            } else {
+                tab[k][0] = tab[k][1] = tab[k][2] = tab[k][3] = make_uint4(0, 0, 0, 0);
             }
         }
     };
-    auto rotate_k_pe = [&]() {
-        if (!rotate || kExp == 4) return;
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {
-            rotate_pair(kpe[k][0].x, kpe[k][1].x, tab[k][0].x, tab[k][1].x, tab[k][2].x, tab[k][3].x);
-            rotate_pair(kpe[k][0].y, kpe[k][1].y, tab[k][0].y, tab[k][1].y, tab[k][2].y, tab[k][3].y);
-            rotate_pair(kpe[k][0].z, kpe[k][1].z, tab[k][0].z, tab[k][1].z, tab[k][2].z, tab[k][3].z);
-            rotate_pair(kpe[k][0].w, kpe[k][1].w, tab[k][0].w, tab[k][1].w, tab[k][2].w, tab[k][3].w);
-        }
-    };
-    // S = Q·Kᵀ of the tile in this warpgroup's buffer (pair `pair`); waited for.
     auto compute_s = [&](int tile, uint32_t parity) {
         const int t_first = tok_begin + tile * kTile;
-        // the k_pe chunk (loaded in the previous pair), rotated into place. WG0 writes buffer 0's chunk 8, which held
-        // P0' for WG1's P0'·V0_R of the previous pair: it waits for WG1's word that that P·V is done
-        rotate_k_pe();
-        if (wg == 0 && tile >= 2) hand_wait(kHandV0Free, (uint32_t)((tile / 2 - 1) & 1));
-        {
-            unsigned char *tile_ptr = smem + kKvOff + my_buf * kTileBytes;
-#pragma unroll
-            for (int k = 0; k < 2; ++k) {
-                const int row = pe_row + 32 * k;
-                *reinterpret_cast<uint4 *>(tile_ptr + unit_offset(row, 8, pe_u)) = kpe[k][0];
-                *reinterpret_cast<uint4 *>(tile_ptr + unit_offset(row, 8, pe_u + 4)) = kpe[k][1];
-            }
-            ptx::fence_proxy_async_smem();  // the keys' rope part, visible to wgmma
-            ptx::named_bar_sync(kBarWg + wg, 128);
-        }
 #pragma unroll
         for (int i = 0; i < 32; ++i) s[i] = 0.f;
         ptx::wgmma_fence();
-        // chunk order: the k_pe chunk first (it is here), then WG0 0..7, WG1 4..7, 0..3 (the chunks each gets back
-        // first)
+        // chunk order: WG0 0..3, 8, 4..7, WG1 4..8 then 0..3 (the chunks each gets back first); the k_pe chunk 8 is
+        // rotated by this warpgroup right before its 4 wgmma
 #pragma unroll 1
         for (int i = 0; i < kChunks; ++i) {
-            const int c = i == 0 ? 8 : (wg == 0 ? i - 1 : (i < 5 ? i + 3 : i - 5));
-            if (c != 8) ptx::mbarrier_wait(full_bar(my_buf, c), parity);
+            const int c = wg == 0 ? (i < 4 ? i : (i == 4 ? 8 : i - 1)) : (i < 5 ? i + 4 : i - 5);
+            ptx::mbarrier_wait(full_bar(my_buf, c), parity);
             trace(tile / 2, 16 + i);
+            if (c == 8 && rotate && kExp != 4) {
+                unsigned char *tile_ptr = smem + kKvOff + my_buf * kTileBytes;
+#pragma unroll
+                for (int k = 0; k < 2; ++k) {
+                    const int row = pe_row + 32 * k;
+                    if (t_first + row < T) {
+                        uint4 *lo_ptr = reinterpret_cast<uint4 *>(tile_ptr + unit_offset(row, 8, pe_u));
+                        uint4 *hi_ptr = reinterpret_cast<uint4 *>(tile_ptr + unit_offset(row, 8, pe_u + 4));
+                        uint4 x_lo = *lo_ptr, x_hi = *hi_ptr;
+                        rotate_pair(x_lo.x, x_hi.x, tab[k][0].x, tab[k][1].x, tab[k][2].x, tab[k][3].x);
+                        rotate_pair(x_lo.y, x_hi.y, tab[k][0].y, tab[k][1].y, tab[k][2].y, tab[k][3].y);
+                        rotate_pair(x_lo.z, x_hi.z, tab[k][0].z, tab[k][1].z, tab[k][2].z, tab[k][3].z);
+                        rotate_pair(x_lo.w, x_hi.w, tab[k][0].w, tab[k][1].w, tab[k][2].w, tab[k][3].w);
+                        *lo_ptr = x_lo;
+                        *hi_ptr = x_hi;
+                    }
+                }
+                ptx::fence_proxy_async_smem();  // the rotated keys, visible to wgmma
+                ptx::named_bar_sync(kBarWg + wg, 128);
+            }
             const uint64_t qd = q_desc0 + (uint64_t)(c * (kChunkBytes >> 4));
             const uint64_t kd = k_desc0 + (uint64_t)(c * (kChunkBytes >> 4));
 #pragma unroll
@@ -384,7 +369,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     // Each warpgroup runs its own loop over the pairs (one loop with the branch inside would let ptxas see a path from
     // WG0's P·V left in flight into WG1's code, and serialize the wgmma).
-    load_k_pe(my_buf);  // tile 0 (WG0) or 1 (WG1)
+    load_tables(my_buf);  // tile 0 (WG0) or 1 (WG1)
     if (wg == 0) {
 #pragma unroll 1
         for (int pair = 0; 2 * pair < n_tiles; ++pair) {
@@ -410,6 +395,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             ptx::named_bar_sync(kBarWg, 128);
             scale_o(rescale(m_run0, ma0), rescale(m_run1, ma1));
             issue_pv(p0_desc, v0_desc);  // O_L += P0·V0_L
+            load_tables(tile0 + 2);
             trace(pair, 5);
             hand_wait(kHandP1, parity);  // m_b (and P1) from WG1
             trace(pair, 6);
@@ -431,9 +417,6 @@ __global__ void __launch_bounds__(kThreads, 1)
                 trace(pair, 9);
                 issue_pv(p1_desc, v1_desc);  // O_L += P1·V1_L
                 trace(pair, 10);
-            }
-            load_k_pe(tile0 + 2);  // the next S0's k_pe (while P1·V1_L runs)
-            if (has1) {
                 // waited for here, not behind the next S0's first chunks: buffer 1's chunks 0-3 are then copied
                 // ~1,600 cycles earlier, and WG1's next S1 no longer waits for them (timeline, H100, length 6144)
                 ptx::wgmma_wait<0>();
@@ -477,21 +460,20 @@ __global__ void __launch_bounds__(kThreads, 1)
             l1 = l1 * rescale(m_run1, mb1) + sum1;
             scale_o(rescale(m_run0, mb0), rescale(m_run1, mb1));
             if (has1) issue_pv(p1_desc, v1_desc);  // O_R += P1·V1_R
+            load_tables(tile1 + 2);
             trace(pair, 6);
             hand_wait(kHandP0, parity);             // P0' and buffer 0's zeroed rows from WG0
             trace(pair, 7);
             issue_pv(p0_desc, v0_desc);            // O_R += P0'·V0_R
-            load_k_pe(tile1 + 2);                  // the next S1's k_pe (while the P·V run)
             trace(pair, 8);
             if (has1) {
                 ptx::wgmma_wait<1>();  // P1·V1_R done: buffer 1's chunks 4-8 are free
                 trace(pair, 9);
-                if (wtid == 0 && tile1 + 2 < n_tiles) issue_copies(tile1 + 2, 1, 4, kLatentChunks);
+                if (wtid == 0 && tile1 + 2 < n_tiles) issue_copies(tile1 + 2, 1, 4, kChunks);
             }
             ptx::wgmma_wait<0>();      // P0'·V0_R done: buffer 0's chunks 4-8 are free
-            hand_signal(kHandV0Free);
             trace(pair, 10);
-            if (wtid == 0 && tile0 + 2 < n_tiles) issue_copies(tile0 + 2, 0, 4, kLatentChunks);
+            if (wtid == 0 && tile0 + 2 < n_tiles) issue_copies(tile0 + 2, 0, 4, kChunks);
             m_run0 = mb0, m_run1 = mb1;
         }
     }
