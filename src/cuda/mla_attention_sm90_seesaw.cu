@@ -56,7 +56,7 @@ constexpr uint32_t kBarOff = kP1Off + kChunkBytes;      // mbarriers full[buffer
 constexpr uint32_t kStatOff = kBarOff + 256;
 constexpr uint32_t kStatBytes = 6 * kHeads * sizeof(float);  // m_a[2][64], m_b[2][64] (by pair parity), row_sum[2][64]
 constexpr size_t kSmemBytes = kStatOff + kStatBytes + 1024;  // + slack to align the base to 1024 bytes
-static_assert((2 * kChunks + 4) * 8 <= 256, "mbarriers fit their slot");
+static_assert((2 * kChunks + 5) * 8 <= 256, "mbarriers fit their slot");
 static_assert(kSmemBytes <= 232448, "fits the 227 KB a Hopper block may opt into");
 
 #if LATTE_PTX_SM90A  // the device-only part (the sm_80 image and the host pass do not see it)
@@ -68,10 +68,11 @@ constexpr uint32_t kKvOff = kTileBytes;  // [2] tiles
 // barrier's bar.arrive / bar.sync (equivalent on the hardware, as fast: 6144, same run 502 vs 508 us): racecheck does
 // not see that order and reports hazards on every hand-off (bench/probes/racecheck_handoff.cu shows it in isolation;
 // it also reports one lane a warp arriving after __syncwarp, so all threads arrive).
-constexpr int kHandMa = 0;  // WG0 → WG1: m_a published
-constexpr int kHandP1 = 1;  // WG1 → WG0: m_b and P1 published, buffer 1's rows >= T zeroed
-constexpr int kHandP0 = 2;  // WG0 → WG1: P0' published, buffer 0's rows >= T zeroed
-constexpr int kHandEnd = 3;  // both ways, once (256 arrivals): the row sums of both warpgroups published. Not
+constexpr int kHandMa = 0;  // WG0 → WG1: the row max of S0 published
+constexpr int kHandMb = 1;  // WG1 → WG0: the row max of S1 published
+constexpr int kHandP0 = 2;  // WG0 → WG1: P0 published, buffer 0's rows >= T zeroed
+constexpr int kHandP1 = 3;  // WG1 → WG0: P1 published, buffer 1's rows >= T zeroed
+constexpr int kHandEnd = 4;  // both ways, once (256 arrivals): the row sums of both warpgroups published. Not
                              // __syncthreads: racecheck reports the exchange across it, apparently because the
                              // warpgroups passed their own named barriers a different number of times (the probe's
                              // mode 4 vs 5)
@@ -174,7 +175,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     if (tid == 0) {
         for (int i = 0; i < 2 * kChunks; ++i) ptx::mbarrier_init(bar0 + 8u * i, 1);
-        for (int h = kHandMa; h <= kHandP0; ++h) ptx::mbarrier_init(hand_bar(h), 128);
+        for (int h = kHandMa; h <= kHandP1; ++h) ptx::mbarrier_init(hand_bar(h), 128);
         ptx::mbarrier_init(hand_bar(kHandEnd), 256);
         ptx::fence_mbarrier_init();
     }
@@ -370,111 +371,115 @@ __global__ void __launch_bounds__(kThreads, 1)
     // Each warpgroup runs its own loop over the pairs (one loop with the branch inside would let ptxas see a path from
     // WG0's P·V left in flight into WG1's code, and serialize the wgmma).
     load_tables(my_buf);  // tile 0 (WG0) or 1 (WG1)
+    // Each pair: both warpgroups publish the row max of their S and take the pair's max M' = max(M, both) (the same
+    // floats on both sides: the same result); each then exponentiates its own S against M', stores its P, rescales its
+    // half of O by 2^(M − M') and multiplies its own tile, then the other's (P0·V0_R, P1·V1_L) once that P is there.
     if (wg == 0) {
 #pragma unroll 1
         for (int pair = 0; 2 * pair < n_tiles; ++pair) {
             const int tile0 = 2 * pair, tile1 = tile0 + 1;
             const bool has1 = tile1 < n_tiles;
             const uint32_t parity = (uint32_t)pair & 1u;
-            // ---- WG0: S0, m_a, P0·V0_L; then P0' for WG1 and P1·V1_L ----
+            // ---- WG0: S0, the max exchange, P0, P0·V0_L, then P1·V1_L ----
             trace(pair, 0);
             compute_s(tile0, parity);
             float mx0, mx1;
             row_max(mx0, mx1);
-            const float ma0 = fmaxf(m_run0, mx0), ma1 = fmaxf(m_run1, mx1);
-            float *ma_slot = s_ma + (pair & 1) * kHeads, *mb_slot = s_mb + (pair & 1) * kHeads;
-            if (t4 == 0) ma_slot[r0] = ma0, ma_slot[r1] = ma1;
+            float *ma_slot = s_ma + (pair & 1) * kHeads;
+            const float *mb_slot = s_mb + (pair & 1) * kHeads;
+            if (t4 == 0) ma_slot[r0] = mx0, ma_slot[r1] = mx1;
             hand_signal(kHandMa);
             trace(pair, 4);
-            exponentiate(ma0, ma1);
+            hand_wait(kHandMb, parity);  // the row max of S1
+            const float mn0 = fmaxf(m_run0, fmaxf(mx0, mb_slot[r0])), mn1 = fmaxf(m_run1, fmaxf(mx1, mb_slot[r1]));
+            trace(pair, 5);
+            exponentiate(mn0, mn1);
             zero_tail(tile0, 0);  // S0 has read the tile; P·V of both warpgroups come after this
             unsigned char *p0_tile = smem + kKvOff + 8 * kChunkBytes;
             float sum0, sum1;
-            store_p(p0_tile, 1.f, 1.f, sum0, sum1);  // P0 (its sums are not used: l counts P0')
+            store_p(p0_tile, 1.f, 1.f, sum0, sum1);  // P0
             ptx::fence_proxy_async_smem();
-            ptx::named_bar_sync(kBarWg, 128);
-            scale_o(rescale(m_run0, ma0), rescale(m_run1, ma1));
+            ptx::named_bar_sync(kBarWg, 128);  // P0 and the zeroed rows, visible to this warpgroup's wgmma
+            hand_signal(kHandP0);              // ... and to WG1's
+            const float a0 = rescale(m_run0, mn0), a1 = rescale(m_run1, mn1);
+            l0 = l0 * a0 + sum0;
+            l1 = l1 * a1 + sum1;
+            scale_o(a0, a1);
             issue_pv(p0_desc, v0_desc);  // O_L += P0·V0_L
-            load_tables(tile0 + 2);
-            trace(pair, 5);
-            hand_wait(kHandP1, parity);  // m_b (and P1) from WG1
             trace(pair, 6);
-            const float mb0 = mb_slot[r0], mb1 = mb_slot[r1];
-            const float ab0 = rescale(ma0, mb0), ab1 = rescale(ma1, mb1);
-            ptx::wgmma_wait<0>();  // P0·V0_L done: buffer 0's chunks 0-3 and P0 are free
-            trace(pair, 7);
-            if (wtid == 0 && tile0 + 2 < n_tiles) issue_copies(tile0 + 2, 0, 0, 4);
-            store_p(p0_tile, ab0, ab1, sum0, sum1);  // P0' = P0·2^(m_a − m_b)
-            ptx::fence_proxy_async_smem();
-            hand_signal(kHandP0);
-            trace(pair, 8);
-            l0 = l0 * rescale(m_run0, mb0) + sum0;
-            l1 = l1 * rescale(m_run1, mb1) + sum1;
-            scale_o(ab0, ab1);
             if (has1) {
+                hand_wait(kHandP1, parity);  // P1 and buffer 1's zeroed rows
 #pragma unroll 1
                 for (int c = 0; c < 4; ++c) ptx::mbarrier_wait(full_bar(1, c), parity);
-                trace(pair, 9);
+                trace(pair, 7);
                 issue_pv(p1_desc, v1_desc);  // O_L += P1·V1_L
-                trace(pair, 10);
-                // waited for here, not behind the next S0's first chunks: buffer 1's chunks 0-3 are then copied
-                // ~1,600 cycles earlier, and WG1's next S1 no longer waits for them (timeline, H100, length 6144)
+            }
+            load_tables(tile0 + 2);  // after this warpgroup's last wgmma of the pair (a wgmma waits for pending loads)
+            trace(pair, 8);
+            if (has1)
+                ptx::wgmma_wait<1>();
+            else
                 ptx::wgmma_wait<0>();
-                trace(pair, 11);
+            trace(pair, 9);  // P0·V0_L done: buffer 0's chunks 0-3 are free
+            if (wtid == 0 && tile0 + 2 < n_tiles) issue_copies(tile0 + 2, 0, 0, 4);
+            if (has1) {
+                ptx::wgmma_wait<0>();  // P1·V1_L done: buffer 1's chunks 0-3 (and P1) are free
+                trace(pair, 10);
                 if (wtid == 0 && tile1 + 2 < n_tiles) issue_copies(tile1 + 2, 1, 0, 4);
             }
-            m_run0 = mb0, m_run1 = mb1;
+            m_run0 = mn0, m_run1 = mn1;
         }
-        ptx::wgmma_wait<0>();  // the last P1·V1_L
     } else {
 #pragma unroll 1
         for (int pair = 0; 2 * pair < n_tiles; ++pair) {
             const int tile0 = 2 * pair, tile1 = tile0 + 1;
             const bool has1 = tile1 < n_tiles;
             const uint32_t parity = (uint32_t)pair & 1u;
-            // ---- WG1: S1 (with S0), m_b, P1·V1_R; then P0'·V0_R ----
+            // ---- WG1: S1 (beside S0), the max exchange, P1, P1·V1_R, then P0·V0_R ----
             float mx0 = -INFINITY, mx1 = -INFINITY;
             trace(pair, 0);
-            if (kExp & 32) hand_wait(kHandMa, parity);  // S1 after S0 (m_a published means S0 is done)
+            if (kExp & 32) hand_wait(kHandMa, parity);  // S1 after S0 (WG0's row max published means S0 is done)
             if (has1) {
                 compute_s(tile1, parity);
                 row_max(mx0, mx1);
             }
-            hand_wait(kHandMa, parity);
-            trace(pair, 4);
             const float *ma_slot = s_ma + (pair & 1) * kHeads;
             float *mb_slot = s_mb + (pair & 1) * kHeads;
-            const float mb0 = fmaxf(ma_slot[r0], mx0), mb1 = fmaxf(ma_slot[r1], mx1);
-            if (t4 == 0) mb_slot[r0] = mb0, mb_slot[r1] = mb1;
+            if (t4 == 0) mb_slot[r0] = mx0, mb_slot[r1] = mx1;
+            hand_signal(kHandMb);
+            trace(pair, 4);
+            hand_wait(kHandMa, parity);  // the row max of S0
+            const float mn0 = fmaxf(m_run0, fmaxf(mx0, ma_slot[r0])), mn1 = fmaxf(m_run1, fmaxf(mx1, ma_slot[r1]));
+            trace(pair, 5);
             float sum0 = 0.f, sum1 = 0.f;
             if (has1) {
-                exponentiate(mb0, mb1);
+                exponentiate(mn0, mn1);
                 store_p(smem + kP1Off, 1.f, 1.f, sum0, sum1);
                 zero_tail(tile1, 1);
             }
             ptx::fence_proxy_async_smem();
             ptx::named_bar_sync(kBarWg + 1, 128);  // P1 and the zeroed rows, visible to this warpgroup's wgmma
             hand_signal(kHandP1);                   // ... and to WG0's
-            trace(pair, 5);
-            l0 = l0 * rescale(m_run0, mb0) + sum0;
-            l1 = l1 * rescale(m_run1, mb1) + sum1;
-            scale_o(rescale(m_run0, mb0), rescale(m_run1, mb1));
+            const float a0 = rescale(m_run0, mn0), a1 = rescale(m_run1, mn1);
+            l0 = l0 * a0 + sum0;
+            l1 = l1 * a1 + sum1;
+            scale_o(a0, a1);
             if (has1) issue_pv(p1_desc, v1_desc);  // O_R += P1·V1_R
-            load_tables(tile1 + 2);
             trace(pair, 6);
-            hand_wait(kHandP0, parity);             // P0' and buffer 0's zeroed rows from WG0
+            hand_wait(kHandP0, parity);             // P0 and buffer 0's zeroed rows
             trace(pair, 7);
-            issue_pv(p0_desc, v0_desc);            // O_R += P0'·V0_R
+            issue_pv(p0_desc, v0_desc);            // O_R += P0·V0_R
+            load_tables(tile1 + 2);                // after this warpgroup's last wgmma of the pair
             trace(pair, 8);
             if (has1) {
                 ptx::wgmma_wait<1>();  // P1·V1_R done: buffer 1's chunks 4-8 are free
                 trace(pair, 9);
                 if (wtid == 0 && tile1 + 2 < n_tiles) issue_copies(tile1 + 2, 1, 4, kChunks);
             }
-            ptx::wgmma_wait<0>();      // P0'·V0_R done: buffer 0's chunks 4-8 are free
+            ptx::wgmma_wait<0>();      // P0·V0_R done: buffer 0's chunks 4-8 (with P0) are free
             trace(pair, 10);
             if (wtid == 0 && tile0 + 2 < n_tiles) issue_copies(tile0 + 2, 0, 4, kChunks);
-            m_run0 = mb0, m_run1 = mb1;
+            m_run0 = mn0, m_run1 = mn1;
         }
     }
 
