@@ -26,10 +26,11 @@ static __device__ __forceinline__ float score_log2(float dot, float scale) { ret
 // two scalar conversions, and is the cheap one. The scalar float → bf16 conversion (F2F.BF16.F32) goes through the
 // shared MIO pipe: in the seesaw kernel (ncu, H100, length 6144) its 64 per thread and tile made the scores ~1,100
 // cycles of each warpgroup's critical path; this form issues 32 F2FP and a few integer moves instead.
-static __device__ __forceinline__ float2 score_log2_x2(float dot_a, float dot_b, float scale) {
+// (Natural units: the caller folds log2 e into its exponent, exp2(s·log2e − m·log2e), one FFMA.)
+static __device__ __forceinline__ float2 score_x2(float dot_a, float dot_b, float scale) {
     const __nv_bfloat162 d = __floats2bfloat162_rn(dot_a, dot_b);
     const __nv_bfloat162 r = __floats2bfloat162_rn(__low2float(d) * scale, __high2float(d) * scale);
-    return make_float2(__low2float(r) * kLog2e, __high2float(r) * kLog2e);
+    return make_float2(__low2float(r), __high2float(r));
 }
 
 // 2^x in one MUFU.EX2 (ex2.approx.ftz): exp2f without --use_fast_math adds a range test and two multiplies for

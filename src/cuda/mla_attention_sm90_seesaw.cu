@@ -285,14 +285,14 @@ __global__ void __launch_bounds__(kThreads, 1)
         ptx::wgmma_commit();
         ptx::wgmma_wait<0>();
         trace(tile / 2, 3);
-        // scores as the reference rounds them (log2 domain); tokens ≥ T masked
+        // scores as the reference rounds them (natural units); tokens ≥ T masked
         const int tok0 = t_first + 2 * t4;
         const bool full = t_first + kTile <= T;  // warp-uniform: only a sequence's last tile masks
 #pragma unroll
         for (int j = 0; j < 8; ++j)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {  // row r0 (h 0) and r1 (h 1): tokens tok0 + 8j, + 1
-                const float2 v = score_log2_x2(s[4 * j + 2 * h], s[4 * j + 2 * h + 1], p.softmax_scale);
+                const float2 v = score_x2(s[4 * j + 2 * h], s[4 * j + 2 * h + 1], p.softmax_scale);
                 s[4 * j + 2 * h] = v.x, s[4 * j + 2 * h + 1] = v.y;
             }
         if (!full) {
@@ -316,26 +316,21 @@ __global__ void __launch_bounds__(kThreads, 1)
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
     };
     // s ← exp2(s − m) in fp32 (m = −inf: nothing valid yet, every s is −inf and becomes 0)
-    auto exponentiate = [&](float m0, float m1) {
-        const float sub0 = m0 == -INFINITY ? 0.f : m0, sub1 = m1 == -INFINITY ? 0.f : m1;
+    // P = e^(s − m) of the tokens of 16-byte units [j0, j0 + 4) of the row (32 tokens: two k-steps of the P·V) as
+    // exp2(s·log2 e − m·log2 e), rounded to bf16 into the P tile at `p_tile` (row-major [64 heads][64 tokens],
+    // swizzled); adds the rows' fp32 sums (before rounding, as the reference's softmax sums) to sum0 / sum1
+    auto exp_store_half = [&](unsigned char *p_tile, int j0, float m0, float m1, float &sum0, float &sum1) {
+        const float sub0 = m0 == -INFINITY ? 0.f : m0 * kLog2e, sub1 = m1 == -INFINITY ? 0.f : m1 * kLog2e;
 #pragma unroll
-        for (int j = 0; j < 8; ++j) {
-            s[4 * j] = fast_exp2(s[4 * j] - sub0), s[4 * j + 1] = fast_exp2(s[4 * j + 1] - sub0);
-            s[4 * j + 2] = fast_exp2(s[4 * j + 2] - sub1), s[4 * j + 3] = fast_exp2(s[4 * j + 3] - sub1);
-        }
-    };
-    // bf16(s · f) into the P tile at `p_tile` (row-major [64 heads][64 tokens], swizzled); returns the rows' sums
-    // of what was stored
-    auto store_p = [&](unsigned char *p_tile, float f0, float f1, float &sum0, float &sum1) {
-        sum0 = 0.f, sum1 = 0.f;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {  // tokens 8j + 2·t4, +1: 16-byte unit j of the row
-            const __nv_bfloat162 v0 = __floats2bfloat162_rn(s[4 * j] * f0, s[4 * j + 1] * f0);
-            const __nv_bfloat162 v1 = __floats2bfloat162_rn(s[4 * j + 2] * f1, s[4 * j + 3] * f1);
-            sum0 += __low2float(v0) + __high2float(v0);
-            sum1 += __low2float(v1) + __high2float(v1);
-            *reinterpret_cast<__nv_bfloat162 *>(p_tile + r0 * 128 + ((j ^ (r0 & 7)) << 4) + 4 * t4) = v0;
-            *reinterpret_cast<__nv_bfloat162 *>(p_tile + r1 * 128 + ((j ^ (r1 & 7)) << 4) + 4 * t4) = v1;
+        for (int jj = 0; jj < 4; ++jj) {  // tokens 8j + 2·t4, +1: 16-byte unit j of the row
+            const int j = j0 + jj;
+            const float e0 = fast_exp2(fmaf(s[4 * j], kLog2e, -sub0)), e1 = fast_exp2(fmaf(s[4 * j + 1], kLog2e, -sub0));
+            const float e2 = fast_exp2(fmaf(s[4 * j + 2], kLog2e, -sub1)), e3 = fast_exp2(fmaf(s[4 * j + 3], kLog2e, -sub1));
+            sum0 += e0 + e1, sum1 += e2 + e3;
+            *reinterpret_cast<__nv_bfloat162 *>(p_tile + r0 * 128 + ((j ^ (r0 & 7)) << 4) + 4 * t4) =
+                __floats2bfloat162_rn(e0, e1);
+            *reinterpret_cast<__nv_bfloat162 *>(p_tile + r1 * 128 + ((j ^ (r1 & 7)) << 4) + 4 * t4) =
+                __floats2bfloat162_rn(e2, e3);
         }
     };
     // the latent part of rows ≥ T of `tile` in buffer `buf` ← 0 (only a sequence's last, partial tile)
@@ -365,8 +360,26 @@ __global__ void __launch_bounds__(kThreads, 1)
             if (kExp != 3) ptx::wgmma_m64n256k16_ss_tb(o, a_desc + 2 * kk, b_desc + (uint64_t)(kk * (2048 >> 4)));
         ptx::wgmma_commit();
     };
+    // This warpgroup's own P and its P·V, in two halves of 32 tokens: the first half's two k-steps run while the
+    // second half is exponentiated (the softmax is the longest stretch with nothing else for the tensor cores).
+    // O is rescaled first. One commit group for the four k-steps. `bar` is this warpgroup's named barrier.
+    auto softmax_pv = [&](unsigned char *p_tile, uint64_t a_desc, uint64_t b_desc, float m0, float m1, float &sum0,
+                          float &sum1) {
+        sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            exp_store_half(p_tile, 4 * half, m0, m1, sum0, sum1);
+            ptx::fence_proxy_async_smem();
+            ptx::named_bar_sync(kBarWg + wg, 128);  // this half of P, visible to this warpgroup's wgmma
+            if (half == 0) ptx::wgmma_fence();
+#pragma unroll
+            for (int kk = 2 * half; kk < 2 * half + 2; ++kk)
+                if (kExp != 3) ptx::wgmma_m64n256k16_ss_tb(o, a_desc + 2 * kk, b_desc + (uint64_t)(kk * (2048 >> 4)));
+        }
+        ptx::wgmma_commit();
+    };
     // 2^(from − to) for a running max that moved from `from` to `to` (1 while both are −inf)
-    const auto rescale = [](float from, float to) { return to == -INFINITY ? 1.f : fast_exp2(from - to); };
+    const auto rescale = [](float from, float to) { return to == -INFINITY ? 1.f : fast_exp2((from - to) * kLog2e); };
 
     // Each warpgroup runs its own loop over the pairs (one loop with the branch inside would let ptxas see a path from
     // WG0's P·V left in flight into WG1's code, and serialize the wgmma).
@@ -393,19 +406,15 @@ __global__ void __launch_bounds__(kThreads, 1)
             hand_wait(kHandMb, parity);  // the row max of S1
             const float mn0 = fmaxf(m_run0, fmaxf(mx0, mb_slot[r0])), mn1 = fmaxf(m_run1, fmaxf(mx1, mb_slot[r1]));
             trace(pair, 5);
-            exponentiate(mn0, mn1);
-            zero_tail(tile0, 0);  // S0 has read the tile; P·V of both warpgroups come after this
-            unsigned char *p0_tile = smem + kKvOff + 8 * kChunkBytes;
-            float sum0, sum1;
-            store_p(p0_tile, 1.f, 1.f, sum0, sum1);  // P0
-            ptx::fence_proxy_async_smem();
-            ptx::named_bar_sync(kBarWg, 128);  // P0 and the zeroed rows, visible to this warpgroup's wgmma
-            hand_signal(kHandP0);              // ... and to WG1's
+            zero_tail(tile0, 0);  // S0 has read the tile; P·V of both warpgroups come after this (the barriers in
+                                  // softmax_pv make the zeros visible to this warpgroup's wgmma)
             const float a0 = rescale(m_run0, mn0), a1 = rescale(m_run1, mn1);
+            scale_o(a0, a1);
+            float sum0, sum1;
+            softmax_pv(smem + kKvOff + 8 * kChunkBytes, p0_desc, v0_desc, mn0, mn1, sum0, sum1);  // O_L += P0·V0_L
+            hand_signal(kHandP0);  // P0 and the zeroed rows, for WG1's wgmma
             l0 = l0 * a0 + sum0;
             l1 = l1 * a1 + sum1;
-            scale_o(a0, a1);
-            issue_pv(p0_desc, v0_desc);  // O_L += P0·V0_L
             trace(pair, 6);
             if (has1) {
                 hand_wait(kHandP1, parity);  // P1 and buffer 1's zeroed rows
@@ -452,19 +461,15 @@ __global__ void __launch_bounds__(kThreads, 1)
             const float mn0 = fmaxf(m_run0, fmaxf(mx0, ma_slot[r0])), mn1 = fmaxf(m_run1, fmaxf(mx1, ma_slot[r1]));
             trace(pair, 5);
             float sum0 = 0.f, sum1 = 0.f;
-            if (has1) {
-                exponentiate(mn0, mn1);
-                store_p(smem + kP1Off, 1.f, 1.f, sum0, sum1);
-                zero_tail(tile1, 1);
-            }
-            ptx::fence_proxy_async_smem();
-            ptx::named_bar_sync(kBarWg + 1, 128);  // P1 and the zeroed rows, visible to this warpgroup's wgmma
-            hand_signal(kHandP1);                   // ... and to WG0's
             const float a0 = rescale(m_run0, mn0), a1 = rescale(m_run1, mn1);
+            scale_o(a0, a1);
+            if (has1) {
+                zero_tail(tile1, 1);
+                softmax_pv(smem + kP1Off, p1_desc, v1_desc, mn0, mn1, sum0, sum1);  // O_R += P1·V1_R
+            }
+            hand_signal(kHandP1);  // P1 and the zeroed rows, for WG0's wgmma
             l0 = l0 * a0 + sum0;
             l1 = l1 * a1 + sum1;
-            scale_o(a0, a1);
-            if (has1) issue_pv(p1_desc, v1_desc);  // O_R += P1·V1_R
             trace(pair, 6);
             hand_wait(kHandP0, parity);             // P0 and buffer 0's zeroed rows
             trace(pair, 7);
@@ -518,7 +523,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 *reinterpret_cast<float2 *>(dst + 8 * j) =
                     make_float2(o[4 * j + 2 * hh] * inv_l, o[4 * j + 2 * hh + 1] * inv_l);
             if (wg == 0 && t4 == 0)
-                p.lse_partial[row_out] = ((hh == 0 ? m_run0 : m_run1) + log2f(hh == 0 ? lt0 : lt1)) * kLn2;
+                p.lse_partial[row_out] = (hh == 0 ? m_run0 : m_run1) + logf(hh == 0 ? lt0 : lt1);
         }
     }
 #else
