@@ -142,11 +142,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t bar0 = base + kBarOff;
     auto full_bar = [&](int buf, int c) { return bar0 + 8u * (uint32_t)(buf * kChunks + c); };
     auto tile_base = [&](int buf) { return base + kKvOff + (uint32_t)buf * kTileBytes; };
-    // chunks [c_begin, c_end) of `tile` into buffer `buf` (one thread)
-    // (chunks 4-8 go k_pe chunk first: it lands first and its rotation overlaps the arrival of the others)
+    // chunks [c_begin, c_end) of `tile` into buffer `buf` (one thread), in the order the S reads them
     auto issue_copies = [&](int tile, int buf, int c_begin, int c_end) {
-        for (int i = c_begin; i < c_end; ++i) {
-            const int c = c_end == kChunks ? (i == c_begin ? kChunks - 1 : i - 1) : i;
+        for (int c = c_begin; c < c_end; ++c) {
             if (kExp == 1 && tile > 1) {
                 ptx::mbarrier_arrive_expect_tx(full_bar(buf, c), 0);
                 continue;
@@ -248,11 +246,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
         for (int i = 0; i < 32; ++i) s[i] = 0.f;
         ptx::wgmma_fence();
-        // chunk order: WG0 0..3, 8, 4..7, WG1 4..8 then 0..3 (the chunks each gets back first); the k_pe chunk 8 is
-        // rotated by this warpgroup right before its 4 wgmma
+        // chunk order: WG0 0..7, WG1 4..7, 0..3 (the chunks each gets back first), then the k_pe chunk 8, rotated by
+        // this warpgroup right before its 4 wgmma: the rotation's shared-memory loads and stores wait behind the S
+        // wgmma's operand reads (~1,000 cycles, timeline at 6144), so it goes where 32 of this warpgroup's wgmma are
+        // queued ahead of it (it was the 5th chunk: the S waited for it)
 #pragma unroll 1
         for (int i = 0; i < kChunks; ++i) {
-            const int c = wg == 0 ? (i < 4 ? i : (i == 4 ? 8 : i - 1)) : (i < 5 ? i + 4 : i - 5);
+            const int c = i == 8 ? 8 : (wg == 0 ? i : (i + 4) % 8);
             ptx::mbarrier_wait(full_bar(my_buf, c), parity);
             trace(tile / 2, 16 + i);
             if (c == 8 && rotate && kExp != 4) {
