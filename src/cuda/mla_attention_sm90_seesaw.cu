@@ -7,30 +7,39 @@
 // Why a third kernel: v2.1 (mla_attention_sm90.cu) is issue/latency bound (ncu: no eligible warp 52% of cycles): both
 // warpgroups compute S of the same tile at m64n32 (smem-bound: 3 KB of operands per 64 KFLOP), then both wait on the
 // same softmax, and every thread spends ~20 instructions a tile on cp.async.
-// The idea (FlashMLA's published schedule, our own code): tiles go in pairs (tile 2i in buffer 0, 2i+1 in buffer 1).
-//   warpgroup 0 owns S of buffer 0 and O_L (latent columns 0-255); warpgroup 1 owns S of buffer 1 and O_R (256-511).
-//   WG0: S0 = Q·K0ᵀ (m64n64, 36 wgmma) → m_a = max(M, rowmax S0), P0 = exp2(S0 − m_a) → publishes m_a →
-//        O_L = O_L·2^(M−m_a) + P0·V0_L (async) → waits for WG1's m_b and P1 → P0' = P0·2^(m_a−m_b) (the same as
-//        exp2(S0 − m_b) up to fp32 rounding) for WG1 → O_L = O_L·2^(m_a−m_b) + P1·V1_L.
-//   WG1: S1 = Q·K1ᵀ (at the same time as S0) → waits for m_a → m_b = max(m_a, rowmax S1), P1 = exp2(S1 − m_b) →
-//        publishes m_b, P1 → O_R = O_R·2^(M−m_b) + P1·V1_R (async) → waits for P0' → O_R += P0'·V0_R.
-//   So while one warpgroup does its softmax the other's wgmma run; S is m64n64 (4 KB of operands per 131 KFLOP).
+// The idea (FlashMLA's published schedule, our own code and our own hand-off): tiles go in pairs (tile 2i in buffer
+// 0, 2i+1 in buffer 1). Warpgroup 0 owns S of buffer 0 and O_L (latent columns 0-255); warpgroup 1 owns S of buffer 1
+// and O_R (256-511). Per pair, with M the running row max both agree on (natural units):
+//   both: S_w = Q·K_wᵀ (m64n64, 36 wgmma each, side by side) → scores rounded as the reference does → publishes its
+//         row max mx_w → waits for the other's → M' = max(M, mx_0, mx_1) (the same floats: the same M' on both sides)
+//   WG0: O_L·= e^(M−M'); P0 = e^(S0 − M') in bf16, stored and multiplied in two halves of 32 tokens (O_L += P0·V0_L:
+//        the first half's k-steps run while the second is exponentiated) → publishes P0 → waits for P1 →
+//        O_L += P1·V1_L.
+//   WG1: the same with S1, P1, O_R += P1·V1_R → publishes P1 → waits for P0 → O_R += P0·V0_R.
+//   Row sums: each warpgroup the fp32 sums of the P it computed (before rounding, as the reference's softmax sums),
+//   rescaled with O; added across the warpgroups at the end.
+// Why this hand-off (timeline of block 0, H100, 6144; bench/results/2026-11-24-h100-6795692/dev): the first version
+//   made WG1 wait for WG0's max before its softmax and WG0 re-round P0 for WG1 (P0' = P0·e^(m_a − m_b)) after WG1's;
+//   the two softmaxes ran one after the other with the tensor cores idle (~1,300 + ~800 cycles a pair).
 // Copies: TMA, one 64 × 64 box (8 KB, 128-byte swizzle: the layout wgmma reads) per chunk of 64 columns, one mbarrier
 //   per (buffer, chunk). A chunk is reloaded as soon as its last reader is done, by that reader's warpgroup:
-//     buffer 0 chunks 0-3 after WG0's P0·V0_L (early in the pair), chunks 4-8 after WG1's P0'·V0_R;
-//     buffer 1 chunks 4-8 after WG1's P1·V1_R (mid pair), chunks 0-3 after WG0's P1·V1_L (WG0 waits for it before
-//     its next S0, so that the copies start as early as possible: a copy takes ~2,000 cycles to land).
-//   WG0 multiplies the chunks of its S in the order 0..3, 8, 4..7 and WG1 in the order 4..8, 0..3, so each starts on
-//   the chunks that were released first; of chunks 4-8 the k_pe chunk is copied first, so that its rotation overlaps
-//   the arrival of the rest. The map covers rows 0..max_cache_len of every sequence (they exist: max_cache_len <
-//   capacity) and zero-fills beyond; rows ≥ T of a sequence's last tile hold other data (NaN in the tests) and
-//   0·NaN = NaN in P·V, so the owner warpgroup zeroes their latent part after its S (the scores are masked anyway).
+//     buffer 0 chunks 0-3 after WG0's P0·V0_L, chunks 4-8 (with P0) after WG1's P0·V0_R;
+//     buffer 1 chunks 4-8 after WG1's P1·V1_R, chunks 0-3 (and P1) after WG0's P1·V1_L.
+//   A copy takes ~2,000 cycles to land (timeline), a pair ~7,500: each warpgroup waits for its P·V at the end of its
+//   pair rather than behind its next S, so that the copies start as early as possible.
+//   WG0 multiplies the latent chunks of its S in the order 0..7 and WG1 4..7, 0..3 (each starts on the chunks released
+//   first), then the k_pe chunk 8 (see the rope below). The map covers rows 0..max_cache_len of every sequence (they
+//   exist: max_cache_len < capacity) and zero-fills beyond; rows ≥ T of a sequence's last tile hold other data (NaN in
+//   the tests) and 0·NaN = NaN in P·V, so the owner warpgroup zeroes their latent part after its S (the scores are
+//   masked anyway).
 // Shared memory (1024-byte aligned; every operand chunk [64 rows][128 B], unit u of row r at u ^ (r % 8)):
-//   Q [64][576] 72 KB | KV [2][64][576] 144 KB | P1 [64][64] 8 KB | 18 + 4 mbarriers (copies, hand-offs) |
-//   m_a, m_b, row sums.
-//   P0 and P0' live in buffer 0's k_pe chunk (8), free once S0 has read it.
-// Keys' rope (reference convention): the S owner rotates its tile's k_pe chunk in smem before the chunk's 4 wgmma
-// (2 unit pairs per thread, tables loaded when the S starts), as v2.1 does.
+//   Q [64][576] 72 KB | KV [2][64][576] 144 KB | P1 [64][64] 8 KB | 18 + 5 mbarriers (copies, hand-offs) |
+//   the row maxima of S0 and S1, row sums.
+//   P0 lives in buffer 0's k_pe chunk (8), free once S0 has read it.
+// Keys' rope (reference convention): the S owner rotates its tile's k_pe chunk in smem right before the chunk's 4
+// wgmma, the last of its S (2 unit pairs per thread). The rotation costs ~1,000 cycles a pair on the critical path
+// (its shared-memory loads wait behind the wgmma's operand reads); its cos/sin are loaded into registers in the
+// previous pair, after the warpgroup's last wgmma (a wgmma issues only once the warp's pending loads are complete).
 #include "cuda/mla_attention.cuh"
 #include "cuda/mla_attention_common.cuh"
 #include "cuda/ptx.cuh"
