@@ -233,7 +233,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // H100, 6144): an __ldg at the S's start was sunk by the compiler to the rotation, which then waited ~700 cycles
     // for L2 in the middle of the S; loaded at the S's start and kept there (volatile), the S's first wgmma waited
     // for them instead (a wgmma issues only once the warp's pending register loads are complete). So they are loaded
-    // in the previous pair, right after this warpgroup's first P·V is issued, ~1,000 cycles before its next wgmma.
+    // in the previous pair, right after this warpgroup's last P·V of that pair is issued (then waited for).
     uint4 tab[2][4];
     auto load_tables = [&](int tile) {
         const int t_first = tok_begin + tile * kTile;
