@@ -17,6 +17,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "cuda_test_util.cuh"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,14 +30,6 @@
 using namespace latte;
 typedef __nv_bfloat16 bf16;
 
-#define CK(call)                                                                                          \
-    do {                                                                                                  \
-        cudaError_t e_ = (call);                                                                          \
-        if (e_ != cudaSuccess) {                                                                          \
-            fprintf(stderr, "FAIL %s:%d: %s -> %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(e_)); \
-            exit(1);                                                                                      \
-        }                                                                                                 \
-    } while (0)
 
 static int g_fail = 0, g_checks = 0;
 static uint64_t g_rng = 0x2545F4914F6CDD1Dull;
@@ -196,15 +190,6 @@ __global__ void fill_kernel(bf16 *p, size_t n, uint64_t seed) {
         p[i] = __float2bfloat16(((float)(h & 0xffffff) / 8388608.f - 1.f));
     }
 }
-// L2 flush by reads (a memset flush leaves dirty lines that the timed kernel would have to write back)
-__global__ void flush_kernel(const uint4 *__restrict__ p, size_t n16, unsigned *sink) {
-    unsigned x = 0;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += (size_t)gridDim.x * blockDim.x) {
-        const uint4 v = __ldcg(p + i);
-        x ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (x == 0x9E3779B9u) *sink = x;
-}
 
 struct Big {
     bf16 *q = nullptr, *cache = nullptr, *cos_t = nullptr, *sin_t = nullptr, *o = nullptr, *flush = nullptr;
@@ -265,10 +250,7 @@ static void big_free(Big &m) {
     cudaFree(m.ws), cudaFree(m.flush);
 }
 
-static void flush_l2(const Big &m) {
-    flush_kernel<<<1024, 512>>>((const uint4 *)m.flush, m.flush_bytes / 16,
-                                (unsigned *)((char *)m.flush + m.flush_bytes / 2));
-}
+static void flush_l2(const Big &m) { l2_flush(m.flush, m.flush_bytes); }
 
 static double time_attention(Big &m, const MlaAttentionParams &p, int reps) {
     cudaEvent_t e0, e1;

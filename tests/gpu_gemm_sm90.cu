@@ -19,6 +19,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "cuda_test_util.cuh"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,14 +32,6 @@
 using namespace latte;
 typedef __nv_bfloat16 bf16;
 
-#define CK(call)                                                                                          \
-    do {                                                                                                  \
-        cudaError_t e_ = (call);                                                                          \
-        if (e_ != cudaSuccess) {                                                                          \
-            fprintf(stderr, "FAIL %s:%d: %s -> %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(e_)); \
-            exit(1);                                                                                      \
-        }                                                                                                 \
-    } while (0)
 
 static int g_fail = 0, g_checks = 0;
 #define CHECK(cond, ...)                       \
@@ -77,18 +71,7 @@ __global__ void fill_kernel(bf16 *p, size_t n, uint64_t seed, int int_range, flo
     }
 }
 
-// L2 flush by reads (a memset flush leaves dirty lines that the timed kernel would have to write back)
-__global__ void flush_kernel(const uint4 *__restrict__ p, size_t n16, unsigned *sink) {
-    unsigned x = 0;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += (size_t)gridDim.x * blockDim.x) {
-        const uint4 v = __ldcg(p + i);
-        x ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (x == 0x9E3779B9u) *sink = x;
-}
-static void flush_l2(const bf16 *flush, size_t flush_bytes) {
-    flush_kernel<<<1024, 512>>>((const uint4 *)flush, flush_bytes / 16, (unsigned *)(flush + flush_bytes / 2 - 8));
-}
+static void flush_l2(bf16 *flush, size_t flush_bytes) { l2_flush(flush, flush_bytes); }
 
 __global__ void poison_kernel(bf16 *p, size_t n) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
