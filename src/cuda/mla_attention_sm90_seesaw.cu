@@ -63,7 +63,8 @@ constexpr uint32_t kTileBytes = kChunks * kChunkBytes;  // 72 KB
 constexpr uint32_t kP1Off = 3 * kTileBytes;
 constexpr uint32_t kBarOff = kP1Off + kChunkBytes;      // mbarriers full[buffer][chunk], then the 4 hand-offs
 constexpr uint32_t kStatOff = kBarOff + 256;
-constexpr uint32_t kStatBytes = 6 * kHeads * sizeof(float);  // m_a[2][64], m_b[2][64] (by pair parity), row_sum[2][64]
+// the row maxima of S0 and of S1, [2][64] each (by pair parity), row_sum[2][64]
+constexpr uint32_t kStatBytes = 6 * kHeads * sizeof(float);
 constexpr size_t kSmemBytes = kStatOff + kStatBytes + 1024;  // + slack to align the base to 1024 bytes
 static_assert((2 * kChunks + 5) * 8 <= 256, "mbarriers fit their slot");
 static_assert(kSmemBytes <= 232448, "fits the 227 KB a Hopper block may opt into");
@@ -96,7 +97,7 @@ __device__ __forceinline__ uint32_t unit_offset(int r, int c, int u) {
 // stage out (wrong results): 1 no KV copies after the first pair (the barriers complete with 0 bytes), 2 no S wgmma,
 // 3 no P·V wgmma, 4 no key rotation. Bits that keep the results: 8 a timeline of block 0 (clock64 at each step of
 // pairs 8-15, both warpgroups: mla_attention_seesaw_trace), 16 each copy also prefetches the same chunks of the next
-// pair's tile into L2, 32 WG1 starts its S after WG0's S is done (m_a published) instead of beside it.
+// pair's tile into L2, 32 WG1 starts its S after WG0's S is done (its row max published) instead of beside it.
 #if defined(LATTE_DEV_EXPERIMENTS)
 constexpr int kTracePairs = 8, kTraceFirstPair = 8, kTraceSlots = 32;
 __device__ unsigned long long g_seesaw_trace[2][kTracePairs][kTraceSlots];
@@ -109,8 +110,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t raw_u32 = ptx::smem_u32(smem_raw);
     unsigned char *smem = smem_raw + (((raw_u32 + 1023u) & ~1023u) - raw_u32);
     const uint32_t base = ptx::smem_u32(smem);
-    // m_a and m_b in two slots by pair parity: a pair's write never lands in the slot the other warpgroup read in
-    // the previous pair (that read is ordered before it by the hand-offs too; two slots keep it so if they change)
+    // the row maxima of S0 (s_ma) and S1 (s_mb) in two slots by pair parity: a pair's write never lands in the slot
+    // the other warpgroup read in the previous pair (that read is ordered before it by the hand-offs too; two slots
+    // keep it so if they change)
     float *s_ma = reinterpret_cast<float *>(smem + kStatOff);  // [2][64]
     float *s_mb = s_ma + 2 * kHeads;                            // [2][64]
     float *row_sum = s_mb + 2 * kHeads;                         // [2][64]
@@ -214,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint64_t k_desc0 = ptx::wgmma_desc_sw128(tile_base(my_buf), 16, 1024);
     // P·V: A = P (K-major over tokens), B = latent chunks 4·wg..+4 of a tile (MN-major: 8 KB between blocks of 64
     // columns, 1 KB between groups of 8 token rows); a k-step of 16 tokens adds 32 bytes to A and 2 KB to B
-    const uint64_t p0_desc = ptx::wgmma_desc_sw128(tile_base(0) + 8 * kChunkBytes, 16, 1024);  // P0 / P0'
+    const uint64_t p0_desc = ptx::wgmma_desc_sw128(tile_base(0) + 8 * kChunkBytes, 16, 1024);  // P0
     const uint64_t p1_desc = ptx::wgmma_desc_sw128(base + kP1Off, 16, 1024);
     const uint64_t v0_desc = ptx::wgmma_desc_sw128(tile_base(0) + 4 * wg * kChunkBytes, kChunkBytes, 1024);
     const uint64_t v1_desc = ptx::wgmma_desc_sw128(tile_base(1) + 4 * wg * kChunkBytes, kChunkBytes, 1024);
@@ -223,7 +225,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int i = 0; i < 128; ++i) o[i] = 0.f;
     float s[32];
-    float m_run0 = -INFINITY, m_run1 = -INFINITY;  // M: the running row max (log2 domain) both warpgroups agree on
+    float m_run0 = -INFINITY, m_run1 = -INFINITY;  // M: the running row max (natural units) both warpgroups agree on
     float l0 = 0.f, l1 = 0.f;  // this thread's share of the row sums of the tiles this warpgroup computed S of
 
     // S = Q·Kᵀ of the tile in this warpgroup's buffer (pair `pair`), the k_pe chunk rotated first; waited for.
