@@ -9,6 +9,12 @@
 #   exp     a build with -DLATTE_DEV_EXPERIMENTS and the attention timing table under each LATTE_MLA_WGMMA_EXPERIMENT
 #           of ITER_EXPS (default "1 2 3 4": stages left out, wrong results; 8 and up are checked too), then the
 #           timelines of ITER_TRACES (experiments with bit 8) at length ITER_TRACE_LEN (default 6144)
+#   ctas    the same dev build: gpu_attention's checks with the seesaw kernel's CTAs capped at each of ITER_CTAS_CHECK
+#           (default "1 7": every CTA takes many items), then its timing table under each cap of ITER_CTAS_TIME
+#           (default "0 100000": the persistent grid, then one CTA per item as before it was persistent), and under
+#           each of those caps the item timeline (experiment 8) at each length of ITER_CTAS_TRACE (default "512")
+#   base    A/B against another version of some files: ITER_BASE names a folder (e.g. under .carry, in the run's carry)
+#           whose files, at their paths relative to it, replace the tree's in a copy; its gpu_attention timing table
 set -u
 out=$(mkdir -p "${1:?usage: gpu_iter.sh OUTDIR}" && cd "$1" && pwd)
 cd "$(dirname "$0")/.." || exit 2
@@ -40,7 +46,7 @@ if want mla; then
   grep -E "FAIL" "$out/mla.log" | head -8
 fi
 if want attn; then
-  LATTE_ATTN_TIMING=1 timeout 240 tests/gpu_attention >"$out/attn.log" 2>&1; rc=$?
+  LATTE_MLA_ATTENTION=${ITER_ATTN_KERNEL:-wgmma3} LATTE_ATTN_TIMING=1 timeout 240 tests/gpu_attention >"$out/attn.log" 2>&1; rc=$?
   note "gpu_attention rc=$rc: $(tail -1 "$out/attn.log")"
   grep -E "FAIL|time attention" "$out/attn.log" | head -20
 fi
@@ -70,6 +76,40 @@ if want exp; then
     LATTE_MLA_WGMMA_EXPERIMENT=$x LATTE_ATTN_TRACE=${ITER_TRACE_LEN:-6144} timeout 60 ../build-exp/tests/gpu_attention \
       >>"$out/trace.log" 2>&1
   done
+fi
+if want ctas; then
+  (cd .. && cmake -S . -B build-exp -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+     -DCMAKE_CUDA_FLAGS=-DLATTE_DEV_EXPERIMENTS >>"$out/exp_build.log" 2>&1 &&
+   cmake --build build-exp -j"$(nproc)" --target gpu_attention >>"$out/exp_build.log" 2>&1)
+  note "exp build rc=$?"
+  for n in ${ITER_CTAS_CHECK:-1 7}; do
+    echo "== checks, CTAs capped at $n" >>"$out/ctas.log"
+    LATTE_MLA_ATTENTION=wgmma3 LATTE_MLA_SEESAW_CTAS=$n timeout 240 ../build-exp/tests/gpu_attention >>"$out/ctas.log" 2>&1
+    note "ctas $n checks rc=$?: $(tail -1 "$out/ctas.log")"
+  done
+  for n in ${ITER_CTAS_TIME:-0 100000}; do
+    echo "== timing, CTAs capped at $n" >>"$out/ctas.log"
+    LATTE_MLA_ATTENTION=wgmma3 LATTE_MLA_SEESAW_CTAS=$n LATTE_ATTN_TIMING=2 timeout 120 ../build-exp/tests/gpu_attention \
+      >>"$out/ctas.log" 2>&1
+  done
+  for n in ${ITER_CTAS_TIME:-0 100000}; do
+    for len in ${ITER_CTAS_TRACE:-512}; do
+      echo "== item timeline, CTAs capped at $n, length $len" >>"$out/ctas.log"
+      LATTE_MLA_ATTENTION=wgmma3 LATTE_MLA_SEESAW_CTAS=$n LATTE_MLA_WGMMA_EXPERIMENT=8 LATTE_ATTN_TRACE=$len timeout 60 \
+        ../build-exp/tests/gpu_attention 2>&1 | sed -n '/^item timeline/,/exit (from/p' >>"$out/ctas.log"
+    done
+  done
+  grep -vE "^ok  " "$out/ctas.log"
+fi
+if want base; then
+  rm -rf /tmp/latte-base && mkdir -p /tmp/latte-base &&
+    (cd .. && tar cf - --exclude='./build*' --exclude=./.git --exclude=./.carry . | tar xf - -C /tmp/latte-base) &&
+    cp -r "../${ITER_BASE:?base: ITER_BASE names the folder of replacement files}/." /tmp/latte-base/ &&
+    cmake -S /tmp/latte-base -B /tmp/latte-base/b -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+      >"$out/base_build.log" 2>&1 && cmake --build /tmp/latte-base/b -j"$(nproc)" --target gpu_attention >>"$out/base_build.log" 2>&1
+  note "base build rc=$?"
+  LATTE_MLA_ATTENTION=wgmma3 LATTE_ATTN_TIMING=2 timeout 120 /tmp/latte-base/b/tests/gpu_attention >"$out/base.log" 2>&1
+  grep -E "time attention" "$out/base.log"
 fi
 if want bench; then
   timeout 240 bench/latte-bench --only mla --json "$out/bench.json" ${ITER_BENCH_ARGS:-} >"$out/bench.log" 2>&1

@@ -4,7 +4,10 @@
 //   o_lat[b][h] = Σ_t softmax_t(s[h][t]) · c[t],  s = bf16(bf16(q_lat·c[t] + q_pe·rope(k_pe[t], t)) · scale)
 //   with the reference's bf16 rounding of the key rope (mla_attention_common.cuh), keys rotated at read or stored.
 // Cases: unequal lengths (0, 1, 63, 64, 65, a tile pair boundary, max), invalid lengths (NaN rows), batch 1 (split
-// over many blocks + combine), 16 / 64 / 128 heads, padded strides; cache rows past each sequence's end and the
+// over many blocks + combine), more (sequence, split, head group) items than SMs (the persistent seesaw kernel's CTAs
+// take several each: random lengths with 1, 2, odd and even tile counts, invalid lengths and empty splits among them;
+// dev builds can cap the CTAs with LATTE_MLA_SEESAW_CTAS to put every case through that), 16 / 64 / 128 heads,
+// padded strides; cache rows past each sequence's end and the
 // padding of q are NaN (a kernel that reads them fails), o_lat's rows are NaN before the call.
 // Tolerance: |o − ref| ≤ 4e-3 · max|ref| + 1e-2 · |ref| (P is rounded to bf16 before P·V, as the reference's bmm
 // does; the sum order differs).
@@ -180,6 +183,63 @@ static void run_case(const Case &k, int sms) {
     cudaFree(d_q), cudaFree(d_cache), cudaFree(d_cos), cudaFree(d_sin), cudaFree(d_o), cudaFree(d_lens), cudaFree(d_ws);
 }
 
+#if defined(LATTE_DEV_EXPERIMENTS)
+// The CTAs' item timeline of the last launch (experiment bit 8): per event, min / median / max over the CTAs, in µs
+static void print_item_trace() {
+    constexpr int kCtas = 512, kSlots = 11, kItems = 3;
+    std::vector<unsigned long long> t(kCtas * kSlots + kCtas * 6);
+    CK(mla_attention_seesaw_item_trace(t.data()));
+    unsigned long long t0 = ~0ull, t_end = 0;
+    int ctas = 0;
+    for (int c = 0; c < kCtas; c++)
+        if (t[c * kSlots]) t0 = std::min(t0, t[c * kSlots]), t_end = std::max(t_end, t[c * kSlots + kSlots - 1]), ctas++;
+    if (!ctas) return;
+    const auto row = [&](const char *what, const std::vector<double> &v) {
+        if (v.empty()) return;
+        std::vector<double> w = v;
+        std::sort(w.begin(), w.end());
+        printf("  %-34s %4zu CTAs  min %7.2f  median %7.2f  max %7.2f us\n", what, w.size(), w.front(), w[w.size() / 2],
+               w.back());
+    };
+    printf("item timeline (globaltimer, %d CTAs, kernel span %.2f us from the first entry):\n", ctas, (t_end - t0) * 1e-3);
+    std::vector<double> entry, ex;
+    for (int c = 0; c < kCtas; c++)
+        if (t[c * kSlots]) entry.push_back((t[c * kSlots] - t0) * 1e-3), ex.push_back((t[c * kSlots + kSlots - 1] - t0) * 1e-3);
+    row("entry (from the first entry)", entry);
+    for (int k = 0; k < kItems; k++) {
+        std::vector<double> wait, pairs, rest;
+        for (int c = 0; c < kCtas; c++) {
+            const unsigned long long *r = &t[c * kSlots];
+            if (!r[0] || !r[1 + 3 * k] || !r[2 + 3 * k] || !r[3 + 3 * k]) continue;
+            const unsigned long long before = k == 0 ? r[0] : r[3 * k];
+            wait.push_back(((double)r[1 + 3 * k] - (double)before) * 1e-3);
+            pairs.push_back(((double)r[2 + 3 * k] - (double)r[1 + 3 * k]) * 1e-3);
+            rest.push_back(((double)r[3 + 3 * k] - (double)r[2 + 3 * k]) * 1e-3);
+        }
+        char a[64], b[64], d[64];
+        snprintf(a, sizeof a, "item %d: Q ready (from %s)", k, k == 0 ? "entry" : "previous end");
+        snprintf(b, sizeof b, "item %d: pairs (WG0)", k);
+        snprintf(d, sizeof d, "item %d: tail + output", k);
+        row(a, wait);
+        row(b, pairs);
+        row(d, rest);
+    }
+    row("exit (from the first entry)", ex);
+    static const char *const kEnd[6] = {"pairs done", "tail tile landed", "tail scores exchanged", "tail folded in",
+                                        "row sums exchanged", "output written"};
+    for (int e = 1; e < 6; e++) {
+        std::vector<double> d;
+        for (int c = 0; c < kCtas; c++) {
+            const unsigned long long *r = &t[kCtas * kSlots + c * 6];
+            if (r[e] && r[e - 1]) d.push_back(((double)r[e] - (double)r[e - 1]) * 1e-3);
+        }
+        char a[80];
+        snprintf(a, sizeof a, "item 1: %s (from the step before)", kEnd[e]);
+        row(a, d);
+    }
+}
+#endif
+
 // ---- timing at the reference shapes ----
 __global__ void fill_kernel(bf16 *p, size_t n, uint64_t seed) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
@@ -304,14 +364,23 @@ int main() {
 #if defined(LATTE_DEV_EXPERIMENTS)
     if (const char *tr = getenv("LATTE_ATTN_TRACE")) {  // with LATTE_MLA_WGMMA_EXPERIMENT having bit 8
         const int L = std::max(1, atoi(tr));
+        // LATTE_ATTN_TRACE_AT="item,pair": the timeline of pairs pair.. of block 0's item (default 0,8)
+        int tr_item = 0, tr_pair = 8;
+        if (const char *at = getenv("LATTE_ATTN_TRACE_AT")) sscanf(at, "%d,%d", &tr_item, &tr_pair);
+        CK(mla_attention_seesaw_trace_select(tr_item, tr_pair));
         Big m;
         big_alloc(m, L, sms);
         const MlaAttentionParams p = big_params(m, L, true, sms, nullptr);
         for (int r = 0; r < 3; r++) {
             flush_l2(m);
+            if (r == 2) {
+                CK(cudaDeviceSynchronize());
+                CK(mla_attention_seesaw_item_trace_clear());
+            }
             CK(mla_attention_launch(p, 0));
         }
         CK(cudaDeviceSynchronize());
+        print_item_trace();
         std::vector<unsigned long long> t(2 * 8 * 32);
         CK(mla_attention_seesaw_trace(t.data()));
         printf("trace at length %d, block 0, clocks from WG0's step 0 of each pair (steps: see the kernel; c0..c8 the S "
@@ -319,7 +388,7 @@ int main() {
         for (int pr = 0; pr < 8; pr++) {
             const unsigned long long t0 = t[(0 * 8 + pr) * 32 + 0];
             const unsigned long long next = pr + 1 < 8 ? t[(0 * 8 + pr + 1) * 32 + 0] : 0;
-            printf("pair %d (next pair at %lld)\n", 8 + pr, next ? (long long)(next - t0) : -1LL);
+            printf("pair %d (next pair at %lld)\n", tr_pair + pr, next ? (long long)(next - t0) : -1LL);
             for (int w = 0; w < 2; w++) {
                 printf("  WG%d steps:", w);
                 for (int e = 0; e < 12; e++) {
@@ -338,7 +407,20 @@ int main() {
         return 0;
     }
 #endif
+    // many sequences: more items (sequence, split, 64 heads) than CTAs, so each CTA of the persistent seesaw kernel
+    // takes several in a row, of 1, 2 or more tiles, odd and even counts, invalid lengths and empty splits between
+    const auto random_lens = [](int n, int max_len) {
+        std::vector<int> v(n);
+        for (int i = 0; i < n; i++) {
+            const uint64_t r = rng() % 16;
+            v[i] = r == 0 ? -1 : r == 1 ? max_len + 1 : r == 2 ? (int)(rng() % 3) : r == 3 ? 64 * (int)(rng() % 4) - 1 + (int)(rng() % 3) : (int)(rng() % (max_len + 1));
+        }
+        return v;
+    };
     const Case cases[] = {
+        {"many sequences (several items per CTA)", 420, 64, 190, random_lens(420, 190), true, 0, 0, 1.f, 1.f},
+        {"many sequences, split in two", 150, 64, 700, random_lens(150, 700), true, 0, 0, 1.f, 1.f},
+        {"many short sequences, 16 heads", 300, 16, 40, random_lens(300, 40), true, 0, 0, 1.f, 1.f},
         {"unequal lengths", 7, 128, 300, {0, 1, 63, 64, 65, 128, 300}, true, 0, 0, 1.f, 1.f},
         {"pair boundaries", 5, 128, 257, {127, 128, 129, 191, 257}, true, 0, 0, 1.f, 1.f},
         {"stored keys", 4, 128, 200, {200, 3, 130, 77}, false, 0, 0, 1.f, 1.f},

@@ -81,6 +81,14 @@ cudaError_t mla_attention_seesaw_launch(const MlaAttentionParams &p, int device,
 // Builds with -DLATTE_DEV_EXPERIMENTS: the timeline of LATTE_MLA_WGMMA_EXPERIMENT bit 8 ([2 warpgroups][8 pairs][32]
 // clock64 values: steps 0-15 as numbered in the kernel, 16-24 the S chunk waits)
 cudaError_t mla_attention_seesaw_trace(unsigned long long *host);
+// which pairs the timeline records: pairs first_pair.. of block 0's item `item` (its items in order; default 0, 8)
+cudaError_t mla_attention_seesaw_trace_select(int item, int first_pair);
+// and the CTAs' item timeline: [512 CTAs][11] globaltimer ns (entry; Q ready, pairs done, output written of items
+// 0-2; exit), then [512][6] the end of each CTA's item 1 in steps (pairs done, tail tile landed, tail scores exchanged,
+// tail folded in, row sums exchanged, output written),
+// 0 where a CTA had no such event since the last clear
+cudaError_t mla_attention_seesaw_item_trace(unsigned long long *host);
+cudaError_t mla_attention_seesaw_item_trace_clear();
 #endif
 
 }  // namespace latte

@@ -3,7 +3,7 @@
 // What: the same function, schedule, partial format and combine as the other attention kernels (mla_attention.cu,
 // mla_attention_sm90.cu; shared/spec/mla-decode.md):
 //   s[h][t] = bf16(bf16(q_lat[h]·c[t] + q_pe[h]·k_pe[t]) · scale),  p = softmax_t(s),  o_lat[h] = Σ_t bf16(p)·c[t] / l,
-// one block per (sequence, split, 64 heads).
+// per item (sequence, split, 64 heads); persistent: one CTA per SM takes its items one after the other.
 // Why a third kernel: v2.1 (mla_attention_sm90.cu) is issue/latency bound (ncu: no eligible warp 52% of cycles): both
 // warpgroups compute S of the same tile at m64n32 (smem-bound: 3 KB of operands per 64 KFLOP), then both wait on the
 // same softmax, and every thread spends ~20 instructions a tile on cp.async.
@@ -32,9 +32,20 @@
 //   exist: max_cache_len < capacity) and zero-fills beyond; rows ≥ T of a sequence's last tile hold other data (NaN in
 //   the tests) and 0·NaN = NaN in P·V, so the owner warpgroup zeroes their latent part after its S (the scores are
 //   masked anyway).
+// Persistent (2026-11-24): a grid of one CTA per SM, each taking items c, c + grid, ... (the two head groups of a
+//   sequence side by side: they share its tiles in L2) as one stream of tiles: a released buffer is refilled with the
+//   item's tile two further on or else the next item's first tiles, so an item's start waits for nothing the previous
+//   item could hide. Alone this gained little (512: −1.4 µs): the item timeline (globaltimer per CTA, dev builds) showed
+//   where an item's end went instead, and the two changes below took it from ~9 to ~4.6 µs an item:
+// The tail: every reference length attends 64k + 1 tokens, so an item's last tile held one token and cost a pair
+//   (~8,600 cycles: an S of 36 wgmma, a softmax, two P·V). A last tile of ≤ kTailMax tokens alone in its pair goes
+//   through the CUDA cores (tail_scores, tail_update: ~2 µs, mostly the scores' shared-memory loads).
+// The output: stored from the registers, o_lat took ~5 µs an item (8 µs with 16-byte stores after a quad transpose);
+//   it is staged in the Q region instead (free once the item's S are done) and written by TMA stores; the next item's
+//   Q is copied in once they have read the region.
 // Shared memory (1024-byte aligned; every operand chunk [64 rows][128 B], unit u of row r at u ^ (r % 8)):
-//   Q [64][576] 72 KB | KV [2][64][576] 144 KB | P1 [64][64] 8 KB | 18 + 5 mbarriers (copies, hand-offs) |
-//   the row maxima of S0 and S1, row sums.
+//   Q [64][576] 72 KB (and the output's staging) | KV [2][64][576] 144 KB | P1 [64][64] 8 KB | 18 + 6 + 1 mbarriers
+//   (copies, hand-offs, Q) | the row maxima of S0 and S1, row sums. The tail's scores live in buffer 0's rows 32-39.
 //   P0 lives in buffer 0's k_pe chunk (8), free once S0 has read it.
 // Keys' rope (reference convention): the S owner rotates its tile's k_pe chunk in smem right before the chunk's 4
 // wgmma, the last of its S (2 unit pairs per thread). The rotation costs ~1,000 cycles a pair on the critical path
@@ -66,7 +77,11 @@ constexpr uint32_t kStatOff = kBarOff + 256;
 // the row maxima of S0 and of S1, [2][64] each (by pair parity), row_sum[2][64]
 constexpr uint32_t kStatBytes = 6 * kHeads * sizeof(float);
 constexpr size_t kSmemBytes = kStatOff + kStatBytes + 1024;  // + slack to align the base to 1024 bytes
-static_assert((2 * kChunks + 5) * 8 <= 256, "mbarriers fit their slot");
+static_assert((2 * kChunks + 7) * 8 <= 256, "mbarriers fit their slot");
+// An item's last tile with at most this many tokens, alone in its pair (an odd number of tiles), goes through the CUDA
+// cores instead of the tensor cores: every reference length attends 64k + 1 tokens, and a pair of one token cost
+// nearly a whole pair (~8,600 cycles, H100 timeline at 512: an S of 36 wgmma, a softmax, two P·V), against ~1,000.
+[[maybe_unused]] constexpr int kTailMax = 4;
 static_assert(kSmemBytes <= 232448, "fits the 227 KB a Hopper block may opt into");
 
 #if LATTE_PTX_SM90A  // the device-only part (the sm_80 image and the host pass do not see it)
@@ -86,6 +101,8 @@ constexpr int kHandEnd = 4;  // both ways, once (256 arrivals): the row sums of 
                              // __syncthreads: racecheck reports the exchange across it, apparently because the
                              // warpgroups passed their own named barriers a different number of times (the probe's
                              // mode 4 vs 5)
+constexpr int kHandTail = 5;  // both ways (256 arrivals): the tail's scores published (see the tail)
+constexpr int kBarOut = 1;  // named barrier of all 256 threads: the item's bf16 output staged in the Q region
 constexpr int kBarWg = 4;   // + warpgroup: the named barrier of the 128 threads of one warpgroup
 
 __device__ __forceinline__ uint32_t unit_offset(int r, int c, int u) {
@@ -97,14 +114,57 @@ __device__ __forceinline__ uint32_t unit_offset(int r, int c, int u) {
 // stage out (wrong results): 1 no KV copies after the first pair (the barriers complete with 0 bytes), 2 no S wgmma,
 // 3 no P·V wgmma, 4 no key rotation. Bits that keep the results: 8 a timeline of block 0 (clock64 at each step of
 // pairs 8-15, both warpgroups: mla_attention_seesaw_trace), 16 each copy also prefetches the same chunks of the next
-// pair's tile into L2, 32 WG1 starts its S after WG0's S is done (its row max published) instead of beside it.
+// pair's tile into L2, 32 WG1 starts its S after WG0's S is done (its row max published) instead of beside it; 64 (with
+// 8: 72) leaves the bf16 output stores out (wrong results).
+[[maybe_unused]] constexpr int kTraceCtas = 512, kTraceItems = 3;  // the item timeline's size (dev builds, experiment bit 8)
 #if defined(LATTE_DEV_EXPERIMENTS)
-constexpr int kTracePairs = 8, kTraceFirstPair = 8, kTraceSlots = 32;
+constexpr int kTracePairs = 8, kTraceSlots = 32;
 __device__ unsigned long long g_seesaw_trace[2][kTracePairs][kTraceSlots];
+__device__ int g_trace_item = 0, g_trace_first_pair = 8;  // which of block 0's items, from which pair
+// and, for every CTA (up to kTraceCtas), globaltimer (ns) at its entry, at each of its first kTraceItems items' Q
+// ready, pairs done (WG0) and output written, and at its exit
+__device__ unsigned long long g_seesaw_items[kTraceCtas][2 + 3 * kTraceItems];
+// and the end of each CTA's item 1 in steps: pairs done, tail tile landed, tail scores exchanged, tail folded in, row
+// sums exchanged, output written (thread 0)
+__device__ unsigned long long g_seesaw_end[kTraceCtas][6];
+__device__ __forceinline__ unsigned long long global_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+    return t;
+}
 #endif
+#if LATTE_PTX_SM90A
+// One work item: (sequence b, split, group of 64 heads), numbered as the non-persistent grid numbered its blocks
+// (group fastest, then split, then sequence: the two head groups of a sequence run side by side and share its tiles
+// through L2). real: a valid length and a non-empty split (else the item only writes its NaN rows or its −inf LSE).
+struct SeesawItem {
+    int b, split, head0, heads, T, tok_begin, n_tiles;
+    int tail;  // tokens of the last tile when it goes through the CUDA cores (see the tail below), else 0
+    bool real;
+};
+__device__ __forceinline__ SeesawItem seesaw_item(const MlaAttentionParams &p, int n_groups, int item) {
+    SeesawItem it;
+    const int group = item % n_groups;
+    it.split = (item / n_groups) % p.n_splits;
+    it.b = item / n_groups / p.n_splits;
+    it.head0 = group * kHeads;
+    it.heads = min(kHeads, p.n_heads - it.head0);
+    const int len = p.cache_lens[it.b];
+    it.T = len + 1;
+    it.tok_begin = it.split * p.split_len;
+    const int tok_end = min(it.T, it.tok_begin + p.split_len);
+    it.real = length_is_valid(len, p.max_cache_len) && it.tok_begin < tok_end;
+    it.n_tiles = it.real ? (tok_end - it.tok_begin + kTile - 1) / kTile : 0;
+    const int last_tokens = tok_end - it.tok_begin - kTile * (it.n_tiles - 1);
+    it.tail = it.real && (it.n_tiles & 1) && last_tokens <= kTailMax ? last_tokens : 0;
+    return it;
+}
+#endif
+
 template <int kExp>
 __global__ void __launch_bounds__(kThreads, 1)
-    mla_attention_seesaw_kernel(const __grid_constant__ CUtensorMap kv_map, const MlaAttentionParams p) {
+    mla_attention_seesaw_kernel(const __grid_constant__ CUtensorMap kv_map, const __grid_constant__ CUtensorMap q_map,
+                                const __grid_constant__ CUtensorMap o_map, const MlaAttentionParams p) {
 #if LATTE_PTX_SM90A
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const uint32_t raw_u32 = ptx::smem_u32(smem_raw);
@@ -118,30 +178,49 @@ __global__ void __launch_bounds__(kThreads, 1)
     float *row_sum = s_mb + 2 * kHeads;                         // [2][64]
 
     const int n_groups = (p.n_heads + kHeads - 1) / kHeads;
-    const int group = blockIdx.x % n_groups;
-    const int split = (blockIdx.x / n_groups) % p.n_splits;
-    const int b = blockIdx.x / n_groups / p.n_splits;
-    const int head0 = group * kHeads;
-    const int heads = min(kHeads, p.n_heads - head0);
+    const int n_items = n_groups * p.n_splits * p.batch;
     const int tid = threadIdx.x;
+    // kExp & 8: globaltimer at event `slot` of this CTA (thread 0)
+    const auto stamp = [&](int slot) {
+#if defined(LATTE_DEV_EXPERIMENTS)
+        if ((kExp & 8) && tid == 0 && blockIdx.x < kTraceCtas) g_seesaw_items[blockIdx.x][slot] = global_ns();
+#else
+        (void)slot;
+#endif
+    };
+    stamp(0);
+    const auto stamp_end = [&](int slot, uint32_t item_no) {
+#if defined(LATTE_DEV_EXPERIMENTS)
+        if ((kExp & 8) && tid == 0 && item_no == 1 && blockIdx.x < kTraceCtas) g_seesaw_end[blockIdx.x][slot] = global_ns();
+#else
+        (void)slot, (void)item_no;
+#endif
+    };
 
-    const int len = p.cache_lens[b];
-    if (!length_is_valid(len, p.max_cache_len)) {  // read nothing; NaN rows (the combine writes them if it runs)
-        if (p.n_splits == 1) {
-            const uint4 nan8 = make_uint4(0x7fc07fc0u, 0x7fc07fc0u, 0x7fc07fc0u, 0x7fc07fc0u);  // 8 bf16 NaN
-            uint4 *out = reinterpret_cast<uint4 *>(p.o_lat + ((size_t)b * p.n_heads + head0) * kMlaLatent);
-            for (int i = tid; i < heads * kMlaLatent / 8; i += kThreads) out[i] = nan8;
+    // Items that read nothing, first: NaN rows for an invalid length (the combine writes them if it runs), −inf LSE
+    // for an empty split (the combine never reads its o_partial)
+    for (int item = blockIdx.x; item < n_items; item += gridDim.x) {
+        const SeesawItem it = seesaw_item(p, n_groups, item);
+        if (it.real) continue;
+        if (!length_is_valid(it.T - 1, p.max_cache_len)) {
+            if (p.n_splits == 1) {
+                const uint4 nan8 = make_uint4(0x7fc07fc0u, 0x7fc07fc0u, 0x7fc07fc0u, 0x7fc07fc0u);  // 8 bf16 NaN
+                uint4 *out = reinterpret_cast<uint4 *>(p.o_lat + ((size_t)it.b * p.n_heads + it.head0) * kMlaLatent);
+                for (int i = tid; i < it.heads * kMlaLatent / 8; i += kThreads) out[i] = nan8;
+            }
+        } else if (tid < it.heads) {
+            p.lse_partial[((size_t)it.split * p.batch + it.b) * p.n_heads + it.head0 + tid] = -INFINITY;
         }
-        return;
     }
-    const int T = len + 1;
-    const int tok_begin = split * p.split_len;
-    const int tok_end = min(T, tok_begin + p.split_len);
-    if (tok_begin >= tok_end) {  // empty split: the combine never reads its o_partial
-        if (tid < heads) p.lse_partial[((size_t)split * p.batch + b) * p.n_heads + head0 + tid] = -INFINITY;
-        return;
-    }
-    const int n_tiles = (tok_end - tok_begin + kTile - 1) / kTile;
+    // the next item of this CTA after `item` that reads the cache (−1: none)
+    const auto next_real = [&](int item) {
+        for (int i = item + (int)gridDim.x; i < n_items; i += gridDim.x)
+            if (seesaw_item(p, n_groups, i).real) return i;
+        return -1;
+    };
+    int item = next_real((int)blockIdx.x - (int)gridDim.x);
+    if (item < 0) return;
+    SeesawItem cur = seesaw_item(p, n_groups, item);
 
     const int warp = tid / 32, lane = tid % 32;
     // the warpgroup index through a shuffle: ptxas then knows it is warp-uniform, and the wgmma in the per-warpgroup
@@ -153,25 +232,41 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t bar0 = base + kBarOff;
     auto full_bar = [&](int buf, int c) { return bar0 + 8u * (uint32_t)(buf * kChunks + c); };
     auto tile_base = [&](int buf) { return base + kKvOff + (uint32_t)buf * kTileBytes; };
-    // chunks [c_begin, c_end) of `tile` into buffer `buf` (one thread), in the order the S reads them
-    auto issue_copies = [&](int tile, int buf, int c_begin, int c_end) {
+    // chunks [c_begin, c_end) of tile `tile` of item `it` into buffer `buf` (one thread), in the order the S reads them
+    auto issue_copies = [&](const SeesawItem &it, int tile, int buf, int c_begin, int c_end) {
         for (int c = c_begin; c < c_end; ++c) {
             if (kExp == 1 && tile > 1) {
                 ptx::mbarrier_arrive_expect_tx(full_bar(buf, c), 0);
                 continue;
             }
             ptx::mbarrier_arrive_expect_tx(full_bar(buf, c), kChunkBytes);
-            ptx::tma_load_3d(tile_base(buf) + (uint32_t)c * kChunkBytes, &kv_map, 64 * c, tok_begin + tile * kTile, b,
-                             full_bar(buf, c));
-            if ((kExp & 16) && tile + 2 < n_tiles) ptx::tma_prefetch_3d(&kv_map, 64 * c, tok_begin + (tile + 2) * kTile, b);
+            ptx::tma_load_3d(tile_base(buf) + (uint32_t)c * kChunkBytes, &kv_map, 64 * c, it.tok_begin + tile * kTile,
+                             it.b, full_bar(buf, c));
+            if ((kExp & 16) && tile + 2 < it.n_tiles)
+                ptx::tma_prefetch_3d(&kv_map, 64 * c, it.tok_begin + (tile + 2) * kTile, it.b);
         }
     };
-    // kExp & 8: clock64 of step `ev` of pair `pair` (block 0, one thread a warpgroup)
+    // Q of item `it` (one thread): 9 boxes of [64 heads][64 columns], heads beyond n_heads zero-filled
+    const uint32_t q_bar = bar0 + 8u * (uint32_t)(2 * kChunks + kHandTail + 1);
+    auto issue_q = [&](const SeesawItem &it) {
+        ptx::mbarrier_arrive_expect_tx(q_bar, kTileBytes);
+        for (int c = 0; c < kChunks; ++c)
+            ptx::tma_load_3d(base + kQOff + (uint32_t)c * kChunkBytes, &q_map, 64 * c, it.head0, it.b, q_bar);
+    };
+    uint32_t items_done = 0;  // items this CTA finished: the parity of the Q barrier and of the end hand-offs
+    // One split: the bf16 output goes out through the Q region and TMA stores, so the next item's Q is copied after
+    // that (else as soon as the item's last S is done)
+    const bool stage_out = p.n_splits == 1;
+#if defined(LATTE_DEV_EXPERIMENTS)
+    // read once: a global load between wgmma would hold them up
+    const int trace_item = (kExp & 8) ? g_trace_item : 0, trace_first_pair = (kExp & 8) ? g_trace_first_pair : 0;
+#endif
+    // kExp & 8: clock64 of step `ev` of pair `pair` (block 0's first item, one thread a warpgroup)
     auto trace = [&](int pair, int ev) {
 #if defined(LATTE_DEV_EXPERIMENTS)
-        if ((kExp & 8) && blockIdx.x == 0 && tid % 128 == 0 && pair >= kTraceFirstPair &&
-            pair < kTraceFirstPair + kTracePairs)
-            g_seesaw_trace[tid / 128][pair - kTraceFirstPair][ev] = clock64();
+        if ((kExp & 8) && blockIdx.x == 0 && items_done == (uint32_t)trace_item && tid % 128 == 0 &&
+            pair >= trace_first_pair && pair < trace_first_pair + kTracePairs)
+            g_seesaw_trace[tid / 128][pair - trace_first_pair][ev] = clock64();
 #else
         (void)pair, (void)ev;
 #endif
@@ -186,28 +281,17 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int i = 0; i < 2 * kChunks; ++i) ptx::mbarrier_init(bar0 + 8u * i, 1);
         for (int h = kHandMa; h <= kHandP1; ++h) ptx::mbarrier_init(hand_bar(h), 128);
         ptx::mbarrier_init(hand_bar(kHandEnd), 256);
+        ptx::mbarrier_init(hand_bar(kHandTail), 256);
+        ptx::mbarrier_init(q_bar, 1);
         ptx::fence_mbarrier_init();
     }
-    // ---- Q, once, by every thread (cp.async; head rows beyond n_heads zero-filled) ----
-    {
-        const __nv_bfloat16 *q_seq = p.q + (size_t)b * p.q_batch_stride;
-#pragma unroll 1
-        for (int i = tid; i < kHeads * kChunks * 8; i += kThreads) {
-            const int r = i / (kChunks * 8), cu = i % (kChunks * 8);
-            const bool valid = r < heads;
-            const __nv_bfloat16 *src = q_seq + (size_t)(valid ? head0 + r : head0) * p.q_head_stride + 8 * cu;
-            ptx::cp_async_16(base + kQOff + unit_offset(r, cu / 8, cu % 8), src, valid);
-        }
-        ptx::cp_async_commit();
-    }
     __syncthreads();  // the mbarriers are initialized
+    // the first item's Q and first two tiles; a later item's are issued while the item before it finishes
     if (tid == 0) {
-        issue_copies(0, 0, 0, kChunks);
-        if (n_tiles > 1) issue_copies(1, 1, 0, kChunks);
+        issue_q(cur);
+        issue_copies(cur, 0, 0, 0, kChunks);
+        if (cur.n_tiles > 1) issue_copies(cur, 1, 1, 0, kChunks);
     }
-    ptx::cp_async_wait<0>();
-    ptx::fence_proxy_async_smem();  // Q, visible to wgmma
-    __syncthreads();
 
     const bool rotate = p.rope_cos != nullptr;
     const int my_buf = wg;  // the buffer whose S this warpgroup computes
@@ -222,11 +306,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint64_t v1_desc = ptx::wgmma_desc_sw128(tile_base(1) + 4 * wg * kChunkBytes, kChunkBytes, 1024);
 
     float o[128];
-#pragma unroll
-    for (int i = 0; i < 128; ++i) o[i] = 0.f;
     float s[32];
     float m_run0 = -INFINITY, m_run1 = -INFINITY;  // M: the running row max (natural units) both warpgroups agree on
     float l0 = 0.f, l1 = 0.f;  // this thread's share of the row sums of the tiles this warpgroup computed S of
+    // The pipeline's state across the items of this CTA: the phase parity of each buffer's copy barriers (one phase
+    // per tile copied into the buffer) and the pairs done (one phase of each hand-off per pair; the slot of the row
+    // maxima)
+    uint32_t full_parity0 = 0, full_parity1 = 0;
+    uint32_t pairs_done = 0;
 
     // S = Q·Kᵀ of the tile in this warpgroup's buffer (pair `pair`), the k_pe chunk rotated first; waited for.
     // this thread's two k_pe unit pairs in the rotation: rows wtid/4 and wtid/4 + 32, rope dims 8u..8u+7, 32 + 8u..
@@ -237,12 +324,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     // for them instead (a wgmma issues only once the warp's pending register loads are complete). So they are loaded
     // in the previous pair, right after this warpgroup's last P·V of that pair is issued (then waited for).
     uint4 tab[2][4];
-    auto load_tables = [&](int tile) {
-        const int t_first = tok_begin + tile * kTile;
+    auto load_tables = [&](const SeesawItem &it, int tile) {
+        const int t_first = it.tok_begin + tile * kTile;
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
             const int t = t_first + pe_row + 32 * k;
-            if (rotate && tile < n_tiles && t < T) {
+            if (rotate && tile < it.n_tiles && t < it.T) {
                 const uint4 *c = reinterpret_cast<const uint4 *>(p.rope_cos + (size_t)t * kMlaRope) + pe_u;
                 const uint4 *sn = reinterpret_cast<const uint4 *>(p.rope_sin + (size_t)t * kMlaRope) + pe_u;
                 tab[k][0] = ptx::ld_nc_early(c), tab[k][1] = ptx::ld_nc_early(c + 4);
@@ -253,7 +340,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
     };
     auto compute_s = [&](int tile, uint32_t parity) {
-        const int t_first = tok_begin + tile * kTile;
+        const int t_first = cur.tok_begin + tile * kTile, T = cur.T;
 #pragma unroll
         for (int i = 0; i < 32; ++i) s[i] = 0.f;
         ptx::wgmma_fence();
@@ -346,7 +433,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     };
     // the latent part of rows ≥ T of `tile` in buffer `buf` ← 0 (only a sequence's last, partial tile)
     auto zero_tail = [&](int tile, int buf) {
-        const int rows_valid = T - (tok_begin + tile * kTile);
+        const int rows_valid = cur.T - (cur.tok_begin + tile * kTile);
         if (rows_valid >= kTile) return;
         unsigned char *tile_ptr = smem + kKvOff + buf * kTileBytes;
         for (int i = wtid; i < (kTile - rows_valid) * 64; i += 128) {
@@ -392,157 +479,353 @@ __global__ void __launch_bounds__(kThreads, 1)
     // 2^(from − to) for a running max that moved from `from` to `to` (1 while both are −inf)
     const auto rescale = [](float from, float to) { return to == -INFINITY ? 1.f : fast_exp2((from - to) * kLog2e); };
 
+    // The tail (kTailMax): the scores of its n tokens (rows 0..n-1 of buffer 0) for the 64 heads, four threads a head
+    // (16-byte units part, part + 4, ... of the row: for the rope chunk, a unit pair the rotation pairs), rounded as the
+    // reference rounds them, into s_tail[n][64]: rows 32.. of buffer 0's chunk 0, scratch once the tile has landed (rows
+    // ≥ n are never read)
+    unsigned char *const tail_tile_ptr = smem + kKvOff;  // buffer 0
+    float *const s_tail = reinterpret_cast<float *>(tail_tile_ptr + 32 * 128);
+    uint32_t tails_done = 0;  // the parity of the tail hand-off
+    const auto dot8 = [](float acc, uint4 a, uint4 b) {
+        const uint32_t av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&av[i]));
+            const float2 y = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&bv[i]));
+            acc = fmaf(x.x, y.x, acc);
+            acc = fmaf(x.y, y.y, acc);
+        }
+        return acc;
+    };
+    const auto tail_scores = [&](int t_first, int n, uint32_t parity) {
+        const int h = tid / 4, part = tid % 4;
+        // this thread's cos/sin for the first token, requested before the tile is waited for
+        uint4 tc_lo = make_uint4(0, 0, 0, 0), tc_hi = tc_lo, ts_lo = tc_lo, ts_hi = tc_lo;
+        const auto tables = [&](int t) {
+            if (!rotate) return;
+            const uint4 *c = reinterpret_cast<const uint4 *>(p.rope_cos + (size_t)t * kMlaRope) + part;
+            const uint4 *sn = reinterpret_cast<const uint4 *>(p.rope_sin + (size_t)t * kMlaRope) + part;
+            tc_lo = c[0], tc_hi = c[4], ts_lo = sn[0], ts_hi = sn[4];
+        };
+        tables(t_first);
+#pragma unroll 1
+        for (int c = 0; c < kChunks; ++c) ptx::mbarrier_wait(full_bar(0, c), parity);
+        stamp_end(1, items_done);
+#pragma unroll 1
+        for (int j = 0; j < n; ++j) {
+            if (j > 0) tables(t_first + j);
+            float dot = 0.f;
+#pragma unroll 1  // (O is live: more loads in flight spill)
+            for (int k = 0; k < 16; ++k) {  // the latent units part + 4k (chunks 0-7)
+                const int unit = part + 4 * k, c = unit / 8, u = unit % 8;
+                dot = dot8(dot, *reinterpret_cast<const uint4 *>(smem + kQOff + unit_offset(h, c, u)),
+                           *reinterpret_cast<const uint4 *>(tail_tile_ptr + unit_offset(j, c, u)));
+            }
+            uint4 k_lo = *reinterpret_cast<const uint4 *>(tail_tile_ptr + unit_offset(j, 8, part));
+            uint4 k_hi = *reinterpret_cast<const uint4 *>(tail_tile_ptr + unit_offset(j, 8, part + 4));
+            if (rotate) {
+                rotate_pair(k_lo.x, k_hi.x, tc_lo.x, tc_hi.x, ts_lo.x, ts_hi.x);
+                rotate_pair(k_lo.y, k_hi.y, tc_lo.y, tc_hi.y, ts_lo.y, ts_hi.y);
+                rotate_pair(k_lo.z, k_hi.z, tc_lo.z, tc_hi.z, ts_lo.z, ts_hi.z);
+                rotate_pair(k_lo.w, k_hi.w, tc_lo.w, tc_hi.w, ts_lo.w, ts_hi.w);
+            }
+            dot = dot8(dot, *reinterpret_cast<const uint4 *>(smem + kQOff + unit_offset(h, 8, part)), k_lo);
+            dot = dot8(dot, *reinterpret_cast<const uint4 *>(smem + kQOff + unit_offset(h, 8, part + 4)), k_hi);
+            dot += __shfl_xor_sync(0xffffffffu, dot, 1);
+            dot += __shfl_xor_sync(0xffffffffu, dot, 2);
+            if (part == 0) s_tail[j * kHeads + h] = score_reference(dot, p.softmax_scale);
+        }
+        ptx::fence_proxy_async_smem();  // the scratch rows, before the tile's next copy overwrites them
+    };
+    // ... then each thread folds the tail into its rows of O: the pair's max, O and the row sums rescaled,
+    // O += bf16(p)·v over its 64 columns of the tail rows (the fp32 sum of p once a row: WG0's thread t4 = 0)
+    const auto tail_update = [&](int n) {
+        float mt0 = -INFINITY, mt1 = -INFINITY;
+        for (int j = 0; j < n; ++j) mt0 = fmaxf(mt0, s_tail[j * kHeads + r0]), mt1 = fmaxf(mt1, s_tail[j * kHeads + r1]);
+        const float mn0 = fmaxf(m_run0, mt0), mn1 = fmaxf(m_run1, mt1);
+        const float a0 = rescale(m_run0, mn0), a1 = rescale(m_run1, mn1);
+        scale_o(a0, a1);
+        l0 *= a0, l1 *= a1;
+        const float sub0 = mn0 == -INFINITY ? 0.f : mn0 * kLog2e, sub1 = mn1 == -INFINITY ? 0.f : mn1 * kLog2e;
+#pragma unroll 1
+        for (int j = 0; j < n; ++j) {
+            const float e0 = fast_exp2(fmaf(s_tail[j * kHeads + r0], kLog2e, -sub0));
+            const float e1 = fast_exp2(fmaf(s_tail[j * kHeads + r1], kLog2e, -sub1));
+            if (wg == 0 && t4 == 0) l0 += e0, l1 += e1;
+            const float p0 = __bfloat162float(__float2bfloat16_rn(e0)), p1 = __bfloat162float(__float2bfloat16_rn(e1));
+#pragma unroll
+            for (int jj = 0; jj < 32; ++jj) {  // columns 256·wg + 8jj + 2·t4, +1: chunk 4·wg + jj/8, unit jj % 8
+                const float2 v = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(
+                    tail_tile_ptr + unit_offset(j, 4 * wg + jj / 8, jj % 8) + 4 * t4));
+                o[4 * jj] = fmaf(p0, v.x, o[4 * jj]);
+                o[4 * jj + 1] = fmaf(p0, v.y, o[4 * jj + 1]);
+                o[4 * jj + 2] = fmaf(p1, v.x, o[4 * jj + 2]);
+                o[4 * jj + 3] = fmaf(p1, v.y, o[4 * jj + 3]);
+            }
+        }
+        m_run0 = mn0, m_run1 = mn1;
+    };
+
     // Each warpgroup runs its own loop over the pairs (one loop with the branch inside would let ptxas see a path from
     // WG0's P·V left in flight into WG1's code, and serialize the wgmma).
-    load_tables(my_buf);  // tile 0 (WG0) or 1 (WG1)
-    // Each pair: both warpgroups publish the row max of their S and take the pair's max M' = max(M, both) (the same
-    // floats on both sides: the same result); each then exponentiates its own S against M', stores its P, rescales its
-    // half of O by 2^(M − M') and multiplies its own tile, then the other's (P0·V0_R, P1·V1_L) once that P is there.
-    if (wg == 0) {
-#pragma unroll 1
-        for (int pair = 0; 2 * pair < n_tiles; ++pair) {
-            const int tile0 = 2 * pair, tile1 = tile0 + 1;
-            const bool has1 = tile1 < n_tiles;
-            const uint32_t parity = (uint32_t)pair & 1u;
-            // ---- WG0: S0, the max exchange, P0, P0·V0_L, then P1·V1_L ----
-            trace(pair, 0);
-            compute_s(tile0, parity);
-            float mx0, mx1;
-            row_max(mx0, mx1);
-            float *ma_slot = s_ma + (pair & 1) * kHeads;
-            const float *mb_slot = s_mb + (pair & 1) * kHeads;
-            if (t4 == 0) ma_slot[r0] = mx0, ma_slot[r1] = mx1;
-            hand_signal(kHandMa);
-            trace(pair, 4);
-            hand_wait(kHandMb, parity);  // the row max of S1
-            const float mn0 = fmaxf(m_run0, fmaxf(mx0, mb_slot[r0])), mn1 = fmaxf(m_run1, fmaxf(mx1, mb_slot[r1]));
-            trace(pair, 5);
-            zero_tail(tile0, 0);  // S0 has read the tile; P·V of both warpgroups come after this (the barriers in
-                                  // softmax_pv make the zeros visible to this warpgroup's wgmma)
-            const float a0 = rescale(m_run0, mn0), a1 = rescale(m_run1, mn1);
-            scale_o(a0, a1);
-            float sum0, sum1;
-            softmax_pv(smem + kKvOff + 8 * kChunkBytes, p0_desc, v0_desc, mn0, mn1, sum0, sum1);  // O_L += P0·V0_L
-            hand_signal(kHandP0);  // P0 and the zeroed rows, for WG1's wgmma
-            l0 = l0 * a0 + sum0;
-            l1 = l1 * a1 + sum1;
-            trace(pair, 6);
-            if (has1) {
-                hand_wait(kHandP1, parity);  // P1 and buffer 1's zeroed rows
-#pragma unroll 1
-                for (int c = 0; c < 4; ++c) ptx::mbarrier_wait(full_bar(1, c), parity);
-                trace(pair, 7);
-                issue_pv(p1_desc, v1_desc);  // O_L += P1·V1_L
+    // Persistent: the CTA takes its items one after the other as one stream of tiles. When a buffer is released, the
+    // next tile copied into it is the item's tile two further on, or else the next item's tile 0 (buffer 0) or 1
+    // (buffer 1); the next item's Q is copied once both S of the item's last pair are done (WG0 knows it at the max
+    // exchange). So an item's first S waits for nothing the previous item could not hide, unlike a new block's.
+    load_tables(cur, my_buf);  // tile 0 (WG0) or 1 (WG1)
+    for (;;) {
+        const int next_item = next_real(item);
+        const bool has_next = next_item >= 0;
+        const SeesawItem nxt = has_next ? seesaw_item(p, n_groups, next_item) : cur;
+        // the tile that follows `tile` of this item in buffer `buf`: its item and index; false: none
+        const auto follow = [&](int tile, int buf, SeesawItem &it, int &t) -> bool {
+            if (tile + 2 < cur.n_tiles) {
+                it = cur, t = tile + 2;
+                return true;
             }
-            load_tables(tile0 + 2);  // after this warpgroup's last wgmma of the pair (a wgmma waits for pending loads)
-            trace(pair, 8);
-            if (has1)
-                ptx::wgmma_wait<1>();
-            else
-                ptx::wgmma_wait<0>();
-            trace(pair, 9);  // P0·V0_L done: buffer 0's chunks 0-3 are free
-            if (wtid == 0 && tile0 + 2 < n_tiles) issue_copies(tile0 + 2, 0, 0, 4);
-            if (has1) {
-                ptx::wgmma_wait<0>();  // P1·V1_L done: buffer 1's chunks 0-3 (and P1) are free
-                trace(pair, 10);
-                if (wtid == 0 && tile1 + 2 < n_tiles) issue_copies(tile1 + 2, 1, 0, 4);
+            if (has_next && buf < nxt.n_tiles) {
+                it = nxt, t = buf;
+                return true;
             }
-            m_run0 = mn0, m_run1 = mn1;
+            return false;
+        };
+        const auto issue_follow = [&](int tile, int buf, int c_begin, int c_end) {
+            SeesawItem it;
+            int t;
+            if (follow(tile, buf, it, t)) issue_copies(it, t, buf, c_begin, c_end);
+        };
+        // the tables of the tile this warpgroup computes S of next (none: zeros, never read)
+        const auto load_follow = [&](int tile, int buf) {
+            SeesawItem it;
+            int t;
+            if (follow(tile, buf, it, t)) load_tables(it, t);
+            else load_tables(cur, cur.n_tiles);  // zeros
+        };
+#pragma unroll
+        for (int i = 0; i < 128; ++i) o[i] = 0.f;
+        m_run0 = -INFINITY, m_run1 = -INFINITY;
+        l0 = 0.f, l1 = 0.f;
+        const int n_pair_tiles = cur.n_tiles - (cur.tail > 0);  // the tiles that go through the tensor cores
+        if (stage_out && items_done > 0 && tid == 0) {
+            ptx::bulk_wait_read();  // the previous item's output stores have read the Q region
+            issue_q(cur);
         }
-    } else {
+        ptx::mbarrier_wait(q_bar, items_done & 1u);  // this item's Q
+        if (items_done < kTraceItems) stamp(1 + 3 * items_done);
+        // Each pair: both warpgroups publish the row max of their S and take the pair's max M' = max(M, both) (the
+        // same floats on both sides: the same result); each then exponentiates its own S against M', stores its P,
+        // rescales its half of O by 2^(M − M') and multiplies its own tile, then the other's (P0·V0_R, P1·V1_L) once
+        // that P is there.
+        if (wg == 0) {
 #pragma unroll 1
-        for (int pair = 0; 2 * pair < n_tiles; ++pair) {
-            const int tile0 = 2 * pair, tile1 = tile0 + 1;
-            const bool has1 = tile1 < n_tiles;
-            const uint32_t parity = (uint32_t)pair & 1u;
-            // ---- WG1: S1 (beside S0), the max exchange, P1, P1·V1_R, then P0·V0_R ----
-            float mx0 = -INFINITY, mx1 = -INFINITY;
-            trace(pair, 0);
-            if (kExp & 32) hand_wait(kHandMa, parity);  // S1 after S0 (WG0's row max published means S0 is done)
-            if (has1) {
-                compute_s(tile1, parity);
+            for (int pair = 0; 2 * pair < n_pair_tiles; ++pair, ++pairs_done) {
+                const int tile0 = 2 * pair, tile1 = tile0 + 1;
+                const bool has1 = tile1 < n_pair_tiles, last = tile1 + 1 >= cur.n_tiles;  // (never with a tail)
+                const uint32_t parity = pairs_done & 1u;
+                // ---- WG0: S0, the max exchange, P0, P0·V0_L, then P1·V1_L ----
+                trace(pair, 0);
+                compute_s(tile0, full_parity0);
+                float mx0, mx1;
                 row_max(mx0, mx1);
+                float *ma_slot = s_ma + parity * kHeads;
+                const float *mb_slot = s_mb + parity * kHeads;
+                if (t4 == 0) ma_slot[r0] = mx0, ma_slot[r1] = mx1;
+                hand_signal(kHandMa);
+                trace(pair, 4);
+                hand_wait(kHandMb, parity);  // the row max of S1 (so S1 is done)
+                // the item's last pair: both S are done with Q, the next item's may come in
+                if (last && has_next && wtid == 0 && !stage_out) issue_q(nxt);
+                const float mn0 = fmaxf(m_run0, fmaxf(mx0, mb_slot[r0])), mn1 = fmaxf(m_run1, fmaxf(mx1, mb_slot[r1]));
+                trace(pair, 5);
+                zero_tail(tile0, 0);  // S0 has read the tile; P·V of both warpgroups come after this (the barriers in
+                                      // softmax_pv make the zeros visible to this warpgroup's wgmma)
+                const float a0 = rescale(m_run0, mn0), a1 = rescale(m_run1, mn1);
+                scale_o(a0, a1);
+                float sum0, sum1;
+                softmax_pv(smem + kKvOff + 8 * kChunkBytes, p0_desc, v0_desc, mn0, mn1, sum0, sum1);  // O_L += P0·V0_L
+                hand_signal(kHandP0);  // P0 and the zeroed rows, for WG1's wgmma
+                l0 = l0 * a0 + sum0;
+                l1 = l1 * a1 + sum1;
+                trace(pair, 6);
+                if (has1) {
+                    hand_wait(kHandP1, parity);  // P1 and buffer 1's zeroed rows
+#pragma unroll 1
+                    for (int c = 0; c < 4; ++c) ptx::mbarrier_wait(full_bar(1, c), full_parity1);
+                    trace(pair, 7);
+                    issue_pv(p1_desc, v1_desc);  // O_L += P1·V1_L
+                }
+                load_follow(tile0, 0);  // after this warpgroup's last wgmma of the pair (a wgmma waits for pending loads)
+                trace(pair, 8);
+                if (has1)
+                    ptx::wgmma_wait<1>();
+                else
+                    ptx::wgmma_wait<0>();
+                trace(pair, 9);  // P0·V0_L done: buffer 0's chunks 0-3 are free
+                if (wtid == 0) issue_follow(tile0, 0, 0, 4);
+                if (has1) {
+                    ptx::wgmma_wait<0>();  // P1·V1_L done: buffer 1's chunks 0-3 (and P1) are free
+                    trace(pair, 10);
+                    if (wtid == 0) issue_follow(tile1, 1, 0, 4);
+                }
+                m_run0 = mn0, m_run1 = mn1;
+                full_parity0 ^= 1u;
+                if (has1) full_parity1 ^= 1u;
             }
-            const float *ma_slot = s_ma + (pair & 1) * kHeads;
-            float *mb_slot = s_mb + (pair & 1) * kHeads;
-            if (t4 == 0) mb_slot[r0] = mx0, mb_slot[r1] = mx1;
-            hand_signal(kHandMb);
-            trace(pair, 4);
-            hand_wait(kHandMa, parity);  // the row max of S0
-            const float mn0 = fmaxf(m_run0, fmaxf(mx0, ma_slot[r0])), mn1 = fmaxf(m_run1, fmaxf(mx1, ma_slot[r1]));
-            trace(pair, 5);
-            float sum0 = 0.f, sum1 = 0.f;
-            const float a0 = rescale(m_run0, mn0), a1 = rescale(m_run1, mn1);
-            scale_o(a0, a1);
-            if (has1) {
-                zero_tail(tile1, 1);
-                softmax_pv(smem + kP1Off, p1_desc, v1_desc, mn0, mn1, sum0, sum1);  // O_R += P1·V1_R
-            }
-            hand_signal(kHandP1);  // P1 and the zeroed rows, for WG0's wgmma
-            l0 = l0 * a0 + sum0;
-            l1 = l1 * a1 + sum1;
-            trace(pair, 6);
-            hand_wait(kHandP0, parity);             // P0 and buffer 0's zeroed rows
-            trace(pair, 7);
-            issue_pv(p0_desc, v0_desc);            // O_R += P0·V0_R
-            load_tables(tile1 + 2);                // after this warpgroup's last wgmma of the pair
-            trace(pair, 8);
-            if (has1) {
-                ptx::wgmma_wait<1>();  // P1·V1_R done: buffer 1's chunks 4-8 are free
-                trace(pair, 9);
-                if (wtid == 0 && tile1 + 2 < n_tiles) issue_copies(tile1 + 2, 1, 4, kChunks);
-            }
-            ptx::wgmma_wait<0>();      // P0·V0_R done: buffer 0's chunks 4-8 (with P0) are free
-            trace(pair, 10);
-            if (wtid == 0 && tile0 + 2 < n_tiles) issue_copies(tile0 + 2, 0, 4, kChunks);
-            m_run0 = mn0, m_run1 = mn1;
-        }
-    }
-
-    // ---- row sums: this thread's share → quad → both warpgroups ----
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-    if (t4 == 0) {
-        row_sum[wg * kHeads + r0] = l0;
-        row_sum[wg * kHeads + r1] = l1;
-    }
-    hand_signal(kHandEnd);
-    hand_wait(kHandEnd, 0);
-    const float lt0 = row_sum[r0] + row_sum[kHeads + r0], lt1 = row_sum[r1] + row_sum[kHeads + r1];
-
-    // ---- output: one split per sequence, the normalized o_lat in bf16; else the split's normalized partial output
-    //      (fp32) and its natural-log LSE ----
-    const int col0 = 256 * wg + 2 * t4;
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-        const int r = hh == 0 ? r0 : r1;
-        if (r >= heads) continue;
-        const float inv_l = 1.f / (hh == 0 ? lt0 : lt1);
-        if (p.n_splits == 1) {
-            __nv_bfloat16 *dst = p.o_lat + ((size_t)b * p.n_heads + head0 + r) * kMlaLatent + col0;
-#pragma unroll
-            for (int j = 0; j < 32; ++j)
-                *reinterpret_cast<__nv_bfloat162 *>(dst + 8 * j) =
-                    __floats2bfloat162_rn(o[4 * j + 2 * hh] * inv_l, o[4 * j + 2 * hh + 1] * inv_l);
         } else {
-            const size_t row_out = ((size_t)split * p.batch + b) * p.n_heads + head0 + r;
-            float *dst = p.o_partial + row_out * kMlaLatent + col0;
-#pragma unroll
-            for (int j = 0; j < 32; ++j)
-                *reinterpret_cast<float2 *>(dst + 8 * j) =
-                    make_float2(o[4 * j + 2 * hh] * inv_l, o[4 * j + 2 * hh + 1] * inv_l);
-            if (wg == 0 && t4 == 0)
-                p.lse_partial[row_out] = (hh == 0 ? m_run0 : m_run1) + logf(hh == 0 ? lt0 : lt1);
+#pragma unroll 1
+            for (int pair = 0; 2 * pair < n_pair_tiles; ++pair, ++pairs_done) {
+                const int tile0 = 2 * pair, tile1 = tile0 + 1;
+                const bool has1 = tile1 < n_pair_tiles;
+                const uint32_t parity = pairs_done & 1u;
+                // ---- WG1: S1 (beside S0), the max exchange, P1, P1·V1_R, then P0·V0_R ----
+                float mx0 = -INFINITY, mx1 = -INFINITY;
+                trace(pair, 0);
+                if (kExp & 32) hand_wait(kHandMa, parity);  // S1 after S0 (WG0's row max published means S0 is done)
+                if (has1) {
+                    compute_s(tile1, full_parity1);
+                    row_max(mx0, mx1);
+                }
+                const float *ma_slot = s_ma + parity * kHeads;
+                float *mb_slot = s_mb + parity * kHeads;
+                if (t4 == 0) mb_slot[r0] = mx0, mb_slot[r1] = mx1;
+                hand_signal(kHandMb);
+                trace(pair, 4);
+                hand_wait(kHandMa, parity);  // the row max of S0
+                const float mn0 = fmaxf(m_run0, fmaxf(mx0, ma_slot[r0])), mn1 = fmaxf(m_run1, fmaxf(mx1, ma_slot[r1]));
+                trace(pair, 5);
+                float sum0 = 0.f, sum1 = 0.f;
+                const float a0 = rescale(m_run0, mn0), a1 = rescale(m_run1, mn1);
+                scale_o(a0, a1);
+                if (has1) {
+                    zero_tail(tile1, 1);
+                    softmax_pv(smem + kP1Off, p1_desc, v1_desc, mn0, mn1, sum0, sum1);  // O_R += P1·V1_R
+                }
+                hand_signal(kHandP1);  // P1 and the zeroed rows, for WG0's wgmma
+                l0 = l0 * a0 + sum0;
+                l1 = l1 * a1 + sum1;
+                trace(pair, 6);
+                hand_wait(kHandP0, parity);  // P0 and buffer 0's zeroed rows
+                trace(pair, 7);
+                issue_pv(p0_desc, v0_desc);  // O_R += P0·V0_R
+                load_follow(tile1, 1);  // after this warpgroup's last wgmma of the pair
+                trace(pair, 8);
+                if (has1) {
+                    ptx::wgmma_wait<1>();  // P1·V1_R done: buffer 1's chunks 4-8 are free
+                    trace(pair, 9);
+                    if (wtid == 0) issue_follow(tile1, 1, 4, kChunks);
+                }
+                ptx::wgmma_wait<0>();  // P0·V0_R done: buffer 0's chunks 4-8 (with P0) are free
+                trace(pair, 10);
+                if (wtid == 0) issue_follow(tile0, 0, 4, kChunks);
+                // an item of one tile left buffer 1 empty (the item before had no tile 1 for it): the next item's
+                // tile 1 goes there now. (An item of 3, 5, ... tiles released buffer 1 to the next item already.)
+                if (!has1 && pair == 0 && wtid == 0) issue_follow(tile1, 1, 0, kChunks);
+                m_run0 = mn0, m_run1 = mn1;
+                full_parity0 ^= 1u;
+                if (has1) full_parity1 ^= 1u;
+            }
         }
+
+        if (items_done < kTraceItems) stamp(2 + 3 * items_done);
+        stamp_end(0, items_done);
+        // ---- the tail: the item's last tile of a few tokens (in buffer 0), through the CUDA cores ----
+        if (cur.tail > 0) {
+            const int tail_tile = cur.n_tiles - 1;
+            tail_scores(cur.tok_begin + tail_tile * kTile, cur.tail, full_parity0);
+            hand_signal(kHandTail);
+            hand_wait(kHandTail, tails_done & 1u);  // the scores published; Q and the keys read
+            ++tails_done;
+            stamp_end(2, items_done);
+            if (has_next && tid == 0 && !stage_out) issue_q(nxt);
+            tail_update(cur.tail);
+            stamp_end(3, items_done);
+            // the tables of this warpgroup's next tile (loaded here, not in the last pair: no registers held for them
+            // across the tail)
+            load_follow(wg == 0 ? tail_tile : tail_tile - 1, wg);
+        }
+
+        // ---- row sums: this thread's share → quad → both warpgroups ----
+        l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+        l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+        l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+        l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+        if (t4 == 0) {
+            row_sum[wg * kHeads + r0] = l0;
+            row_sum[wg * kHeads + r1] = l1;
+        }
+        hand_signal(kHandEnd);
+        hand_wait(kHandEnd, items_done & 1u);
+        const float lt0 = row_sum[r0] + row_sum[kHeads + r0], lt1 = row_sum[r1] + row_sum[kHeads + r1];
+        stamp_end(4, items_done);
+        if (cur.tail > 0) {  // both warpgroups are done with buffer 0 (the tail tile): it goes to the next item
+            const int tail_tile = cur.n_tiles - 1;
+            if (tid == 0) {
+                issue_follow(tail_tile, 0, 0, kChunks);
+                if (cur.n_tiles == 1) issue_follow(1, 1, 0, kChunks);  // buffer 1 had nothing of this item
+            }
+            full_parity0 ^= 1u;
+        }
+
+        // ---- output: one split per sequence, the normalized o_lat in bf16; else the split's normalized partial
+        //      output (fp32) and its natural-log LSE. (The next item's copies are in flight meanwhile.) ----
+        // bf16 (stage_out): written from the registers straight to global memory, the output took ~5 µs an item on
+        // the H100 (timeline at 512; 4-byte stores, 8 rows × 16 bytes per warp store; 16-byte stores after a quad
+        // transpose took longer still, and leaving the stores out took the item's end from ~8 µs to ~0.3). So each
+        // thread writes its rows into the Q region (free: every S of the item is done) in the operands' swizzled
+        // layout, chunk = 64 columns (conflict-free: the 8 rows of a warp store land in 8 different 16-byte units),
+        // and thread 0 stores the 8 chunks with TMA (heads beyond n_heads are clipped), then copies the next item's
+        // Q in once the stores have read the region.
+        const int col0 = 256 * wg + 2 * t4;
+        if (stage_out) {
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh) {
+                const int r = hh == 0 ? r0 : r1;
+                const float inv_l = 1.f / (hh == 0 ? lt0 : lt1);
+#pragma unroll
+                for (int j = 0; j < 32; ++j)
+                    *reinterpret_cast<__nv_bfloat162 *>(smem + kQOff + unit_offset(r, 4 * wg + j / 8, j % 8) + 4 * t4) =
+                        __floats2bfloat162_rn(o[4 * j + 2 * hh] * inv_l, o[4 * j + 2 * hh + 1] * inv_l);
+            }
+            ptx::fence_proxy_async_smem();  // the staged rows, for the TMA stores
+            // all 256 threads: a named barrier, not an mbarrier hand-off (whose wait loop here made ptxas spill)
+            ptx::named_bar_sync(kBarOut, 256);
+            if (tid == 0) {
+                if (!(kExp & 64))
+                    for (int c = 0; c < kChunks - 1; ++c)
+                        ptx::tma_store_3d(&o_map, 64 * c, cur.head0, cur.b, base + kQOff + (uint32_t)c * kChunkBytes);
+                ptx::bulk_commit();  // the next item's Q follows once they have read the region (at its start)
+            }
+        } else {
+#pragma unroll
+            for (int hh = 0; hh < 2; ++hh) {
+                const int r = hh == 0 ? r0 : r1;
+                if (r >= cur.heads) continue;
+                const float inv_l = 1.f / (hh == 0 ? lt0 : lt1);
+                const size_t row_out = ((size_t)cur.split * p.batch + cur.b) * p.n_heads + cur.head0 + r;
+                float *dst = p.o_partial + row_out * kMlaLatent + col0;
+#pragma unroll
+                for (int j = 0; j < 32; ++j)
+                    *reinterpret_cast<float2 *>(dst + 8 * j) =
+                        make_float2(o[4 * j + 2 * hh] * inv_l, o[4 * j + 2 * hh + 1] * inv_l);
+                if (wg == 0 && t4 == 0)
+                    p.lse_partial[row_out] = (hh == 0 ? m_run0 : m_run1) + logf(hh == 0 ? lt0 : lt1);
+            }
+        }
+        if (items_done < kTraceItems) stamp(3 + 3 * items_done);
+        stamp_end(5, items_done);
+        if (!has_next) break;
+        item = next_item;
+        cur = nxt;
+        ++items_done;
     }
+    if (stage_out && tid == 0) ptx::bulk_wait();  // the last item's output stores, done before the CTA exits
+    stamp(1 + 3 * kTraceItems);
 #else
-    (void)kv_map, (void)p;
+    (void)kv_map, (void)q_map, (void)o_map, (void)p;
 #endif  // LATTE_PTX_SM90A
 }
 
-// ---- host side: the tensor map of the cache ----
+// ---- host side: the tensor maps of the cache and of the queries, the grid ----
 // The cache as a 3-D tensor (576 columns, rows 0..max_cache_len, batch), boxes of 64 × 64 in the 128-byte swizzle.
 // false: TMA cannot describe this cache (a stride or the base address the unit cannot take): use v2.1.
 bool encode_kv_map(const MlaAttentionParams &p, CUtensorMap *map) {
@@ -555,9 +838,31 @@ bool encode_kv_map(const MlaAttentionParams &p, CUtensorMap *map) {
     const uint32_t box[3] = {64, (uint32_t)kTile, 1};
     return tma_encode_bf16_3d(map, p.kv_cache, dims, strides, box);
 }
+// The queries as a 3-D tensor (576 columns, n_heads, batch), boxes of 64 columns × 64 heads (heads beyond n_heads
+// zero-filled). Takes what the cache's map takes (16-byte aligned base and strides: checked by the launcher).
+// The output o_lat as a 3-D tensor (512 columns, n_heads, batch; packed), boxes of 64 columns × 64 heads for the TMA
+// stores (heads beyond n_heads are not written).
+bool encode_o_map(const MlaAttentionParams &p, CUtensorMap *map) {
+    const uint64_t head_bytes = (uint64_t)kMlaLatent * 2;
+    const uint64_t dims[3] = {(uint64_t)kMlaLatent, (uint64_t)p.n_heads, (uint64_t)p.batch};
+    const uint64_t strides[2] = {head_bytes, (uint64_t)p.n_heads * head_bytes};
+    const uint32_t box[3] = {64, (uint32_t)kHeads, 1};
+    return tma_encode_bf16_3d(map, p.o_lat, dims, strides, box);
+}
+bool encode_q_map(const MlaAttentionParams &p, CUtensorMap *map) {
+    const uint64_t head_bytes = (uint64_t)p.q_head_stride * 2;
+    const uint64_t batch_bytes = p.batch > 1 ? (uint64_t)p.q_batch_stride * 2 : (uint64_t)p.n_heads * head_bytes;
+    const uint64_t dims[3] = {(uint64_t)kMlaRow, (uint64_t)p.n_heads, (uint64_t)p.batch};
+    const uint64_t strides[2] = {head_bytes, batch_bytes};
+    const uint32_t box[3] = {64, (uint32_t)kHeads, 1};
+    return tma_encode_bf16_3d(map, p.q, dims, strides, box);
+}
 
+// The grid: one CTA per SM (each takes ~227 KB of smem), or one per item where there are fewer items. Dev builds:
+// LATTE_MLA_SEESAW_CTAS=N caps it at N instead (e.g. a large N: one CTA per item, the non-persistent grid).
 template <int kExp>
-cudaError_t launch_seesaw(const MlaAttentionParams &p, const CUtensorMap &map, int device, cudaStream_t stream) {
+cudaError_t launch_seesaw(const MlaAttentionParams &p, const CUtensorMap &map, const CUtensorMap &q_map,
+                          const CUtensorMap &o_map, int device, cudaStream_t stream) {
     static std::atomic<unsigned long long> done_mask{0};
     const unsigned long long bit = device >= 0 && device < 64 ? 1ull << device : 0ull;
     if (bit == 0 || !(done_mask.load(std::memory_order_acquire) & bit)) {
@@ -566,9 +871,21 @@ cudaError_t launch_seesaw(const MlaAttentionParams &p, const CUtensorMap &map, i
         if (e != cudaSuccess) return e;
         done_mask.fetch_or(bit, std::memory_order_acq_rel);
     }
-    const long long blocks = (long long)p.n_splits * p.batch * ((p.n_heads + kHeads - 1) / kHeads);
-    if (blocks > 0x7fffffffLL) return cudaErrorInvalidValue;
-    mla_attention_seesaw_kernel<kExp><<<(unsigned)blocks, kThreads, kSmemBytes, stream>>>(map, p);
+    const long long items = (long long)p.n_splits * p.batch * ((p.n_heads + kHeads - 1) / kHeads);
+    if (items > 0x7fffffffLL) return cudaErrorInvalidValue;
+    int sms = 0;
+    const cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e != cudaSuccess) return e;
+    long long ctas = sms > 0 ? sms : 1;
+#if defined(LATTE_DEV_EXPERIMENTS)
+    static const long long cap = [] {
+        const char *v = getenv("LATTE_MLA_SEESAW_CTAS");
+        return v ? atoll(v) : 0ll;
+    }();
+    if (cap > 0) ctas = cap;
+#endif
+    if (ctas > items) ctas = items;
+    mla_attention_seesaw_kernel<kExp><<<(unsigned)ctas, kThreads, kSmemBytes, stream>>>(map, q_map, o_map, p);
     return cudaGetLastError();
 }
 
@@ -578,31 +895,48 @@ cudaError_t launch_seesaw(const MlaAttentionParams &p, const CUtensorMap &map, i
 cudaError_t mla_attention_seesaw_trace(unsigned long long *host) {
     return cudaMemcpyFromSymbol(host, g_seesaw_trace, sizeof(g_seesaw_trace));
 }
+cudaError_t mla_attention_seesaw_trace_select(int item, int first_pair) {
+    cudaError_t e = cudaMemcpyToSymbol(g_trace_item, &item, sizeof(int));
+    if (e == cudaSuccess) e = cudaMemcpyToSymbol(g_trace_first_pair, &first_pair, sizeof(int));
+    return e;
+}
+cudaError_t mla_attention_seesaw_item_trace(unsigned long long *host) {
+    cudaError_t e = cudaMemcpyFromSymbol(host, g_seesaw_items, sizeof(g_seesaw_items));
+    if (e == cudaSuccess) e = cudaMemcpyFromSymbol(host + kTraceCtas * (2 + 3 * kTraceItems), g_seesaw_end, sizeof(g_seesaw_end));
+    return e;
+}
+cudaError_t mla_attention_seesaw_item_trace_clear() {
+    static const unsigned long long zeros[kTraceCtas][2 + 3 * kTraceItems] = {}, zeros_end[kTraceCtas][6] = {};
+    cudaError_t e = cudaMemcpyToSymbol(g_seesaw_items, zeros, sizeof(zeros));
+    if (e == cudaSuccess) e = cudaMemcpyToSymbol(g_seesaw_end, zeros_end, sizeof(zeros_end));
+    return e;
+}
 #endif
 
 cudaError_t mla_attention_seesaw_launch(const MlaAttentionParams &p, int device, cudaStream_t stream) {
-    CUtensorMap map;
-    if (!encode_kv_map(p, &map)) return cudaErrorNotSupported;
+    CUtensorMap map, q_map, o_map;
+    if (!encode_kv_map(p, &map) || !encode_q_map(p, &q_map) || !encode_o_map(p, &o_map)) return cudaErrorNotSupported;
 #if defined(LATTE_DEV_EXPERIMENTS)
     static const int exp = [] {
         const char *v = getenv("LATTE_MLA_WGMMA_EXPERIMENT");
         return v ? atoi(v) : 0;
     }();
     switch (exp) {
-        case 1: return launch_seesaw<1>(p, map, device, stream);
-        case 2: return launch_seesaw<2>(p, map, device, stream);
-        case 3: return launch_seesaw<3>(p, map, device, stream);
-        case 4: return launch_seesaw<4>(p, map, device, stream);
-        case 8: return launch_seesaw<8>(p, map, device, stream);
-        case 16: return launch_seesaw<16>(p, map, device, stream);
-        case 32: return launch_seesaw<32>(p, map, device, stream);
-        case 40: return launch_seesaw<40>(p, map, device, stream);
-        case 48: return launch_seesaw<48>(p, map, device, stream);
-        case 56: return launch_seesaw<56>(p, map, device, stream);
+        case 1: return launch_seesaw<1>(p, map, q_map, o_map, device, stream);
+        case 2: return launch_seesaw<2>(p, map, q_map, o_map, device, stream);
+        case 3: return launch_seesaw<3>(p, map, q_map, o_map, device, stream);
+        case 4: return launch_seesaw<4>(p, map, q_map, o_map, device, stream);
+        case 8: return launch_seesaw<8>(p, map, q_map, o_map, device, stream);
+        case 16: return launch_seesaw<16>(p, map, q_map, o_map, device, stream);
+        case 32: return launch_seesaw<32>(p, map, q_map, o_map, device, stream);
+        case 40: return launch_seesaw<40>(p, map, q_map, o_map, device, stream);
+        case 48: return launch_seesaw<48>(p, map, q_map, o_map, device, stream);
+        case 56: return launch_seesaw<56>(p, map, q_map, o_map, device, stream);
+        case 72: return launch_seesaw<72>(p, map, q_map, o_map, device, stream);
         default: break;
     }
 #endif
-    return launch_seesaw<0>(p, map, device, stream);
+    return launch_seesaw<0>(p, map, q_map, o_map, device, stream);
 }
 
 }  // namespace latte

@@ -228,6 +228,36 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const void *tmap, int 
 #endif
 }
 
+// TMA store: copy shared memory at `src` (in the map's swizzle) to the box at coordinates (c0, c1, c2) of the 3-D
+// tensor map `tmap`; out-of-range parts of the box are not written. Asynchronous: part of this thread's current bulk
+// group (bulk_commit / bulk_wait_read / bulk_wait). Make the generic writes of `src` visible to the async proxy first
+// (fence_proxy_async_smem, then a barrier to this thread).
+__device__ __forceinline__ void tma_store_3d(const void *tmap, int c0, int c1, int c2, uint32_t src) {
+#if LATTE_PTX_SM90A
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n"
+                 ::"l"(reinterpret_cast<uint64_t>(tmap)), "r"(c0), "r"(c1), "r"(c2), "r"(src)
+                 : "memory");
+#endif
+}
+// Closes this thread's current bulk group (of TMA stores).
+__device__ __forceinline__ void bulk_commit() {
+#if LATTE_PTX_SM90A
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+#endif
+}
+// Waits until this thread's bulk groups have read their shared-memory sources (which may then be overwritten).
+__device__ __forceinline__ void bulk_wait_read() {
+#if LATTE_PTX_SM90A
+    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+#endif
+}
+// Waits until this thread's bulk groups have completed (their global writes performed).
+__device__ __forceinline__ void bulk_wait() {
+#if LATTE_PTX_SM90A
+    asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+#endif
+}
+
 // D (64x64 fp32, 32 per thread) += A (64x16 bf16, K-major, smem desc) · B (16x64 bf16, K-major, smem desc).
 // Fragment as for m64n32k16 (j = 0..7).
 __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t a_desc, uint64_t b_desc) {
