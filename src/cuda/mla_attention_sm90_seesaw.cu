@@ -653,6 +653,10 @@ __global__ void __launch_bounds__(kThreads, 1)
                     for (int c = 0; c < 4; ++c) ptx::mbarrier_wait(full_bar(1, c), full_parity1);
                     trace(pair, 7);
                     issue_pv(p1_desc, v1_desc);  // O_L += P1·V1_L
+                } else {
+                    // nothing to multiply, but every phase of a hand-off is waited for: with items in a row, WG1's
+                    // next arrival would otherwise find this phase unobserved (synccheck: "missing wait")
+                    hand_wait(kHandP1, parity);
                 }
                 load_follow(tile0, 0);  // after this warpgroup's last wgmma of the pair (a wgmma waits for pending loads)
                 trace(pair, 8);
