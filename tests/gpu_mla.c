@@ -64,6 +64,8 @@ typedef struct mla_case {
     int extras;            /* determinism, graph capture, events */
     int simple_gemm;       /* LATTE_MLA_SIMPLE_GEMM=1 at plan creation */
     const char *gemm;      /* LATTE_MLA_GEMM at plan creation ("latte", "cublaslt", "sm90"), NULL: unset (the default) */
+    const char *q_fused;   /* LATTE_MLA_Q_FUSED at plan creation ("0": b-d as three launches, "1": the fused query
+                              kernel, Hopper only: plan_describe must say so), NULL: unset (the default: fused on Hopper) */
 } mla_case;
 
 static double wall_s(void) {
@@ -83,6 +85,19 @@ static char *g_default_gemm = NULL;
 static void restore_gemm_env(void) {
     if (g_default_gemm) setenv("LATTE_MLA_GEMM", g_default_gemm, 1);
     else unsetenv("LATTE_MLA_GEMM");
+}
+/* LATTE_MLA_Q_FUSED likewise (cases without a choice of their own run with the process's) */
+static char *g_default_q_fused = NULL;
+static void restore_q_fused_env(void) {
+    if (g_default_q_fused) setenv("LATTE_MLA_Q_FUSED", g_default_q_fused, 1);
+    else unsetenv("LATTE_MLA_Q_FUSED");
+}
+
+/* a plan made with the process's environment runs the fused query kernel where it can (describe has its line) */
+static int fused_by_default(void) {
+    const int other_engine = g_default_gemm && (!strcmp(g_default_gemm, "latte") || !strcmp(g_default_gemm, "cublaslt"));
+    const char *simple = getenv("LATTE_MLA_SIMPLE_GEMM");
+    return g_hopper && !other_engine && !(g_default_q_fused && g_default_q_fused[0] == '0') && !(simple && simple[0] == '1');
 }
 
 /* tune: latte_mla_plan_tune for (batch, max_cache_len) before the first run (the tuned choice applies to the
@@ -112,12 +127,26 @@ static void run_case(const mla_case *k, int tune) {
                             dev_upload(w_kvu, n_kvu * 2), dev_upload(w_o, n_o * 2)};
     if (k->simple_gemm) setenv("LATTE_MLA_SIMPLE_GEMM", "1", 1);
     if (k->gemm) setenv("LATTE_MLA_GEMM", k->gemm, 1);
+    else if (k->q_fused && k->q_fused[0] == '1' && g_default_gemm &&
+             (!strcmp(g_default_gemm, "latte") || !strcmp(g_default_gemm, "cublaslt")))
+        setenv("LATTE_MLA_GEMM", "sm90", 1); /* the process asks for another engine (sanitizers: latte's kernels only) */
     else restore_gemm_env();
+    if (k->q_fused) setenv("LATTE_MLA_Q_FUSED", k->q_fused, 1);
+    else restore_q_fused_env();
     latte_mla_plan gplan = NULL;
     latte_status st = latte_mla_plan_create(&gplan, &cfg, &dw, LATTE_BACKEND_CUDA, NULL);
     unsetenv("LATTE_MLA_SIMPLE_GEMM"); /* read at plan creation only: the plan keeps its choice */
+    restore_q_fused_env();
     restore_gemm_env();
     CHECK(st == LATTE_STATUS_SUCCESS, "%s: GPU plan: %s (%s)", k->name, latte_status_string(st), latte_last_error());
+    if (st == LATTE_STATUS_SUCCESS && k->q_fused) { /* the path the case is about is the one that runs */
+        char desc[2048];
+        CHECK(latte_mla_plan_describe(gplan, B, desc, sizeof desc) == LATTE_STATUS_SUCCESS, "%s: describe: %s", k->name,
+              latte_last_error());
+        const int fused = strstr(desc, "up + rope + w_uk: fused") != NULL;
+        CHECK(fused == (k->q_fused[0] == '1'), "%s: LATTE_MLA_Q_FUSED=%s but describe says:\n%s", k->name, k->q_fused,
+              desc);
+    }
     cudaFree((void *)dw.wq_down);
     cudaFree((void *)dw.wkv_down);
     cudaFree((void *)dw.wq_up);
@@ -544,7 +573,10 @@ static void tune_api_checks(void) {
     CHECK_OK(latte_mla_plan_describe(plan, B, full, sizeof full));
     int lines = 0;
     for (const char *c = full; *c; c++) lines += *c == '\n';
-    CHECK(lines == 5 && strstr(full, "candidates") && strstr(full, "down: ") && strstr(full, "out: "),
+    /* five projections, and on Hopper a sixth line: the fused query kernel, with both timings after a tune */
+    const int fused = fused_by_default(), want_lines = fused ? 6 : 5;
+    CHECK(lines == want_lines && strstr(full, "candidates") && strstr(full, "down: ") && strstr(full, "out: ") &&
+              (!fused || strstr(full, "three launches") != NULL),
           "describe after tune: %d lines:\n%s", lines, full);
     printf("tune_api_checks: batch %lld tuned:\n%s", (long long)B, full);
     /* a shorter tune batch is another shape: still untuned */
@@ -579,6 +611,7 @@ static void tune_api_checks(void) {
 /* LATTE_MLA_GEMM is read at plan creation: a bad value, or one that contradicts LATTE_MLA_SIMPLE_GEMM=1, fails
  * it with INVALID_ARGUMENT and a message naming the variable; "latte" always works. */
 static void env_checks(void) {
+    unsetenv("LATTE_MLA_Q_FUSED"); /* (restored at the end) */
     latte_mla_config cfg = latte_mla_config_deepseek_r1();
     cfg.n_heads = 16;
     cfg.dim = 512;
@@ -614,6 +647,36 @@ static void env_checks(void) {
               latte_last_error());
         latte_mla_plan_destroy(plan);
     }
+    /* LATTE_MLA_Q_FUSED: a bad value fails with INVALID_ARGUMENT; "1" where the fused query kernel cannot run (not
+     * Hopper, or another engine asked for) with NOT_SUPPORTED; both name the variable; "0" always works */
+    struct { const char *q_fused, *gemm; latte_status want; } qenv[] = {
+        {"yes", NULL, LATTE_STATUS_INVALID_ARGUMENT},
+        {"1", "latte", LATTE_STATUS_NOT_SUPPORTED},
+        {"1", "cublaslt", LATTE_STATUS_NOT_SUPPORTED},
+        {"1", NULL, g_hopper ? LATTE_STATUS_SUCCESS : LATTE_STATUS_NOT_SUPPORTED},
+        {"0", NULL, LATTE_STATUS_SUCCESS},
+        {"0", "latte", LATTE_STATUS_SUCCESS},
+    };
+    for (size_t i = 0; i < sizeof qenv / sizeof qenv[0]; i++) {
+        setenv("LATTE_MLA_Q_FUSED", qenv[i].q_fused, 1);
+        if (qenv[i].gemm) setenv("LATTE_MLA_GEMM", qenv[i].gemm, 1);
+        else unsetenv("LATTE_MLA_GEMM");
+        latte_mla_plan plan = NULL;
+        const latte_status st = latte_mla_plan_create(&plan, &cfg, &w, LATTE_BACKEND_CUDA, NULL);
+        restore_gemm_env();
+        restore_q_fused_env();
+        if (qenv[i].gemm && !strcmp(qenv[i].gemm, "cublaslt") && st == LATTE_STATUS_NOT_SUPPORTED &&
+            strstr(latte_last_error(), "LATTE_MLA_GEMM=cublaslt, but cuBLASLt"))
+            continue; /* no cuBLASLt on this machine: refused for that reason first */
+        CHECK(st == qenv[i].want, "env LATTE_MLA_Q_FUSED=\"%s\" LATTE_MLA_GEMM=%s: %s (%s), expected %s", qenv[i].q_fused,
+              qenv[i].gemm ? qenv[i].gemm : "unset", latte_status_string(st), latte_last_error(),
+              latte_status_string(qenv[i].want));
+        CHECK(st == LATTE_STATUS_SUCCESS || (plan == NULL && strstr(latte_last_error(), "LATTE_MLA_Q_FUSED")),
+              "env LATTE_MLA_Q_FUSED=\"%s\": the error must name the variable and create no plan (%s)", qenv[i].q_fused,
+              latte_last_error());
+        latte_mla_plan_destroy(plan);
+    }
+    restore_q_fused_env();
     for (int i = 0; i < 5; i++) cudaFree(d[i]);
 }
 
@@ -621,6 +684,7 @@ int main(void) {
     if (!test_gpu_available("gpu_mla")) return TEST_SKIP;
     test_seed("gpu_mla");
     if (getenv("LATTE_MLA_GEMM")) g_default_gemm = strdup(getenv("LATTE_MLA_GEMM"));
+    if (getenv("LATTE_MLA_Q_FUSED")) g_default_q_fused = strdup(getenv("LATTE_MLA_Q_FUSED"));
     {
         int dev = 0, major = 0, minor = 0;
         CK(cudaGetDevice(&dev));
@@ -646,39 +710,50 @@ int main(void) {
      * still missed 4 of 3072 against the CPU with cuBLASLt projections). */
     const mla_case cases[] = {
         /* name                      H    dim   dq    batch conv                         x     cache wscale cap  maxlen unif  samp lens row x  y  extras simple gemm */
-        {"r1 b128 len128",           128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 256, 255, 128, 8, NULL, 0, 0, 0, 1, 0, NULL},
-        {"r1 b128 len1024 stored",   128, 7168, 1536, 128, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 1088, 1087, 1024, 8, NULL, 0, 0, 0, 0, 0, NULL},
-        {"r1 b128 lens<=8191",       128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 8192, 8191, -1, 8, NULL, 0, 0, 0, 0, 0, NULL},
-        {"r1 b64 lens<=4095 stored", 128, 7168, 1536, 64, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 4096, 4095, -1, 6, NULL, 8, 8, 8, 1, 0, NULL},
-        {"h16 b1 x0.1",              16,  512,  256,  1,   LATTE_MLA_KEYS_ROTATED_AT_READ, 0.1f, 1.0f, 1.0f, 700, 650, -1, 1, NULL, 0, 0, 0, 1, 0, NULL},
-        {"h32 b3 x2 c0.5 stored pad",32,  1024, 512,  3,   LATTE_MLA_KEYS_STORED_ROTATED, 2.0f, 0.5f, 1.0f, 300, 299, -1, 3, NULL, 8, 8, 16, 0, 0, NULL},
-        {"h64 b256 c0.1",            64,  2048, 1536, 256, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 0.1f, 1.0f, 320, 300, -1, 8, NULL, 0, 0, 0, 1, 0, NULL},
-        {"h16 b6 bad lengths",       16,  1024, 256,  6,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, NULL},
-        {"h16 b6 bad lengths stored",16,  1024, 256,  6,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 0.5f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 0, 0, NULL},
-        {"h64 b256 bad lengths unsplit",64, 2048, 1536, 256, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 320, 300, -1, 8, bad_lens256, 0, 0, 0, 0, 0, NULL},
+        {"r1 b128 len128",           128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 256, 255, 128, 8, NULL, 0, 0, 0, 1, 0, NULL, NULL},
+        {"r1 b128 len1024 stored",   128, 7168, 1536, 128, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 1088, 1087, 1024, 8, NULL, 0, 0, 0, 0, 0, NULL, NULL},
+        {"r1 b128 lens<=8191",       128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 8192, 8191, -1, 8, NULL, 0, 0, 0, 0, 0, NULL, NULL},
+        {"r1 b64 lens<=4095 stored", 128, 7168, 1536, 64, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 4096, 4095, -1, 6, NULL, 8, 8, 8, 1, 0, NULL, NULL},
+        {"h16 b1 x0.1",              16,  512,  256,  1,   LATTE_MLA_KEYS_ROTATED_AT_READ, 0.1f, 1.0f, 1.0f, 700, 650, -1, 1, NULL, 0, 0, 0, 1, 0, NULL, NULL},
+        {"h32 b3 x2 c0.5 stored pad",32,  1024, 512,  3,   LATTE_MLA_KEYS_STORED_ROTATED, 2.0f, 0.5f, 1.0f, 300, 299, -1, 3, NULL, 8, 8, 16, 0, 0, NULL, NULL},
+        {"h64 b256 c0.1",            64,  2048, 1536, 256, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 0.1f, 1.0f, 320, 300, -1, 8, NULL, 0, 0, 0, 1, 0, NULL, NULL},
+        {"h16 b6 bad lengths",       16,  1024, 256,  6,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, NULL, NULL},
+        {"h16 b6 bad lengths stored",16,  1024, 256,  6,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 0.5f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 0, 0, NULL, NULL},
+        {"h64 b256 bad lengths unsplit",64, 2048, 1536, 256, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 320, 300, -1, 8, bad_lens256, 0, 0, 0, 0, 0, NULL, NULL},
         /* a small batch: many splits of several tiles each (split-KV + combine, the row max over even tile counts) */
-        {"h16 b8 maxlen 4000 split",  16,  1024, 512,  8,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 4096, 4000, -1, 8, NULL, 0, 0, 0, 1, 0, NULL},
-        {"h32 b5 simple GEMM",       32,  1024, 512,  5,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 200, 150, -1, 5, NULL, 0, 0, 0, 0, 1, NULL},
-        {"r1 b4 simple GEMM",        128, 7168, 1536, 4,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 160, 150, -1, 4, NULL, 0, 0, 0, 0, 1, NULL},
+        {"h16 b8 maxlen 4000 split",  16,  1024, 512,  8,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 4096, 4000, -1, 8, NULL, 0, 0, 0, 1, 0, NULL, NULL},
+        {"h32 b5 simple GEMM",       32,  1024, 512,  5,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 200, 150, -1, 5, NULL, 0, 0, 0, 0, 1, NULL, NULL},
+        {"r1 b4 simple GEMM",        128, 7168, 1536, 4,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 160, 150, -1, 4, NULL, 0, 0, 0, 0, 1, NULL, NULL},
         /* our GEMM, forced */
-        {"r1 b128 latte",            128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 600, 555, -1, 6, NULL, 0, 0, 0, 1, 0, "latte"},
-        {"h32 b3 pad stored latte",  32,  1024, 512,  3,   LATTE_MLA_KEYS_STORED_ROTATED, 2.0f, 0.5f, 1.0f, 300, 299, -1, 3, NULL, 8, 8, 16, 1, 0, "latte"},
-        {"h16 b6 bad lengths latte", 16,  1024, 256,  6,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 0, 0, "latte"},
+        {"r1 b128 latte",            128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 600, 555, -1, 6, NULL, 0, 0, 0, 1, 0, "latte", NULL},
+        {"h32 b3 pad stored latte",  32,  1024, 512,  3,   LATTE_MLA_KEYS_STORED_ROTATED, 2.0f, 0.5f, 1.0f, 300, 299, -1, 3, NULL, 8, 8, 16, 1, 0, "latte", NULL},
+        {"h16 b6 bad lengths latte", 16,  1024, 256,  6,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 0, 0, "latte", NULL},
         /* cuBLASLt for every projection, forced (odd batches, padded strides, both conventions) */
-        {"r1 b77 pad cublaslt",      128, 7168, 1536, 77,  LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 700, 650, -1, 6, NULL, 8, 8, 24, 1, 0, "cublaslt"},
-        {"r1 b128 cublaslt",         128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 520, 511, 511, 6, NULL, 0, 0, 0, 1, 0, "cublaslt"},
-        {"h16 b1 x0.1 cublaslt",     16,  512,  256,  1,   LATTE_MLA_KEYS_ROTATED_AT_READ, 0.1f, 1.0f, 1.0f, 700, 650, -1, 1, NULL, 0, 0, 0, 1, 0, "cublaslt"},
-        {"h64 b256 c0.1 cublaslt",   64,  2048, 1536, 256, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 0.1f, 1.0f, 320, 300, -1, 8, NULL, 0, 8, 8, 1, 0, "cublaslt"},
-        {"h16 b6 bad lengths cublaslt",16, 1024, 256, 6,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, "cublaslt"},
-        {"h16 b6 bad lengths read cublaslt",16, 1024, 256, 6, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 0.5f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 0, 0, "cublaslt"},
+        {"r1 b77 pad cublaslt",      128, 7168, 1536, 77,  LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 700, 650, -1, 6, NULL, 8, 8, 24, 1, 0, "cublaslt", NULL},
+        {"r1 b128 cublaslt",         128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 520, 511, 511, 6, NULL, 0, 0, 0, 1, 0, "cublaslt", NULL},
+        {"h16 b1 x0.1 cublaslt",     16,  512,  256,  1,   LATTE_MLA_KEYS_ROTATED_AT_READ, 0.1f, 1.0f, 1.0f, 700, 650, -1, 1, NULL, 0, 0, 0, 1, 0, "cublaslt", NULL},
+        {"h64 b256 c0.1 cublaslt",   64,  2048, 1536, 256, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 0.1f, 1.0f, 320, 300, -1, 8, NULL, 0, 8, 8, 1, 0, "cublaslt", NULL},
+        {"h16 b6 bad lengths cublaslt",16, 1024, 256, 6,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, "cublaslt", NULL},
+        {"h16 b6 bad lengths read cublaslt",16, 1024, 256, 6, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 0.5f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 0, 0, "cublaslt", NULL},
         /* our Hopper GEMM for every projection, forced (compute capability 9.0 only): odd batches, padded strides, a
          * batch of two M tiles, bad lengths, both conventions */
-        {"r1 b128 sm90",             128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 520, 511, 511, 6, NULL, 0, 0, 0, 1, 0, "sm90"},
-        {"r1 b77 pad sm90",          128, 7168, 1536, 77,  LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 700, 650, -1, 6, NULL, 8, 8, 24, 1, 0, "sm90"},
-        {"h64 b256 c0.1 sm90",       64,  2048, 1536, 256, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 0.1f, 1.0f, 320, 300, -1, 8, NULL, 0, 8, 8, 1, 0, "sm90"},
-        {"h32 b3 x2 c0.5 pad sm90",  32,  1024, 512,  3,   LATTE_MLA_KEYS_ROTATED_AT_READ, 2.0f, 0.5f, 1.0f, 300, 299, -1, 3, NULL, 8, 8, 16, 1, 0, "sm90"},
-        {"h16 b1 x0.1 sm90",         16,  512,  256,  1,   LATTE_MLA_KEYS_ROTATED_AT_READ, 0.1f, 1.0f, 1.0f, 700, 650, -1, 1, NULL, 0, 0, 0, 1, 0, "sm90"},
-        {"h16 b6 bad lengths sm90",  16,  1024, 256,  6,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, "sm90"},
+        {"r1 b128 sm90",             128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 520, 511, 511, 6, NULL, 0, 0, 0, 1, 0, "sm90", NULL},
+        {"r1 b77 pad sm90",          128, 7168, 1536, 77,  LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 700, 650, -1, 6, NULL, 8, 8, 24, 1, 0, "sm90", NULL},
+        {"h64 b256 c0.1 sm90",       64,  2048, 1536, 256, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 0.1f, 1.0f, 320, 300, -1, 8, NULL, 0, 8, 8, 1, 0, "sm90", NULL},
+        {"h32 b3 x2 c0.5 pad sm90",  32,  1024, 512,  3,   LATTE_MLA_KEYS_ROTATED_AT_READ, 2.0f, 0.5f, 1.0f, 300, 299, -1, 3, NULL, 8, 8, 16, 1, 0, "sm90", NULL},
+        {"h16 b1 x0.1 sm90",         16,  512,  256,  1,   LATTE_MLA_KEYS_ROTATED_AT_READ, 0.1f, 1.0f, 1.0f, 700, 650, -1, 1, NULL, 0, 0, 0, 1, 0, "sm90", NULL},
+        {"h16 b6 bad lengths sm90",  16,  1024, 256,  6,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, "sm90", NULL},
+        /* the fused query kernel (up + rope + W_UK, Hopper only), required: odd batches, two M tiles, 16-512 heads'
+         * worth of tiles, dq 256 / 512 / 1536, bad lengths (rope at position 0), both conventions; and refused (b-d as
+         * three launches, on the default engines and on sm90) */
+        {"r1 b77 pad fused",         128, 7168, 1536, 77,  LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 700, 650, -1, 6, NULL, 8, 8, 24, 1, 0, NULL, "1"},
+        {"h64 b256 c0.1 fused",      64,  2048, 1536, 256, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 0.1f, 1.0f, 320, 300, -1, 8, NULL, 0, 8, 8, 0, 0, NULL, "1"},
+        {"h32 b3 x2 c0.5 fused",     32,  1024, 512,  3,   LATTE_MLA_KEYS_ROTATED_AT_READ, 2.0f, 0.5f, 1.0f, 300, 299, -1, 3, NULL, 8, 8, 16, 1, 0, NULL, "1"},
+        {"h16 b6 bad lengths fused", 16,  1024, 256,  6,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, NULL, "1"},
+        {"h16 b6 bad lengths stored fused sm90",16, 1024, 256, 6, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 0.5f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 0, 0, "sm90", "1"},
+        {"r1 b128 unfused",          128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 520, 511, -1, 6, NULL, 0, 0, 0, 1, 0, NULL, "0"},
+        {"r1 b77 pad sm90 unfused",  128, 7168, 1536, 77,  LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 700, 650, -1, 6, NULL, 8, 8, 24, 1, 0, "sm90", "0"},
+        {"h16 b6 bad lengths unfused",16, 1024, 256,  6,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 0, 0, NULL, "0"},
     };
     const char *no_lt = getenv("LATTE_TEST_NO_CUBLASLT");
     const int skip_lt = no_lt && no_lt[0] == '1';
@@ -706,6 +781,10 @@ int main(void) {
             printf("%s: skipped (the Hopper GEMM needs compute capability 9.0)\n", cases[i].name);
             continue;
         }
+        if (!g_hopper && cases[i].q_fused && cases[i].q_fused[0] == '1') {
+            printf("%s: skipped (the fused query kernel needs compute capability 9.0)\n", cases[i].name);
+            continue;
+        }
         run_case(&cases[i], 0);
     }
 
@@ -714,13 +793,13 @@ int main(void) {
     /* tuned: the same checks after latte_mla_plan_tune for the case's batch (default strides: no x / y pad) */
     const mla_case tuned[] = {
         /* name                      H    dim   dq    batch conv                         x     cache wscale cap  maxlen unif  samp lens row x  y  extras simple gemm */
-        {"r1 b128 tuned",            128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 1024, 1000, -1, 8, NULL, 8, 0, 0, 1, 0, NULL},
-        {"r1 b128 stored tuned latte",128, 7168, 1536, 128, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 600, 555, -1, 6, NULL, 0, 0, 0, 1, 0, "latte"},
-        {"r1 b77 tuned cublaslt",    128, 7168, 1536, 77,  LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 700, 650, -1, 6, NULL, 0, 0, 0, 1, 0, "cublaslt"},
-        {"r1 b128 tuned sm90",       128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 1024, 1000, -1, 8, NULL, 0, 0, 0, 1, 0, "sm90"},
-        {"h64 b256 c0.1 tuned",      64,  2048, 1536, 256, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 0.1f, 1.0f, 320, 300, -1, 8, NULL, 0, 0, 0, 1, 0, NULL},
-        {"h16 b6 bad lengths tuned", 16,  1024, 256,  6,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, NULL},
-        {"h32 b5 simple GEMM tuned", 32,  1024, 512,  5,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 200, 150, -1, 5, NULL, 0, 0, 0, 0, 1, NULL},
+        {"r1 b128 tuned",            128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 1024, 1000, -1, 8, NULL, 8, 0, 0, 1, 0, NULL, NULL},
+        {"r1 b128 stored tuned latte",128, 7168, 1536, 128, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 600, 555, -1, 6, NULL, 0, 0, 0, 1, 0, "latte", NULL},
+        {"r1 b77 tuned cublaslt",    128, 7168, 1536, 77,  LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 700, 650, -1, 6, NULL, 0, 0, 0, 1, 0, "cublaslt", NULL},
+        {"r1 b128 tuned sm90",       128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 1024, 1000, -1, 8, NULL, 0, 0, 0, 1, 0, "sm90", NULL},
+        {"h64 b256 c0.1 tuned",      64,  2048, 1536, 256, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 0.1f, 1.0f, 320, 300, -1, 8, NULL, 0, 0, 0, 1, 0, NULL, NULL},
+        {"h16 b6 bad lengths tuned", 16,  1024, 256,  6,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, NULL, NULL},
+        {"h32 b5 simple GEMM tuned", 32,  1024, 512,  5,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 200, 150, -1, 5, NULL, 0, 0, 0, 0, 1, NULL, NULL},
     };
     for (size_t i = 0; i < sizeof tuned / sizeof tuned[0] && !no_tune; i++) {
         if (filter && *filter && !strstr(tuned[i].name, filter)) continue;

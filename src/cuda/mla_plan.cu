@@ -7,6 +7,8 @@
 //   b. up      q = q_lora · Wq_upᵀ                                  [batch][H*192]
 //   c. rope    q_attn[b][h][512:576] = rope_bf16(q_pe, len[b])
 //   d. W_UK    q_attn[b][h][0:512] = W_UK[h]ᵀ · q_nope[h]            GEMM batched over heads
+//   (b-d fused: on Hopper, mla_q_absorb_sm90.cuh does b, c and d in one kernel, same roundings: the default there,
+//    and a choice latte_mla_plan_tune makes by timing it against the three launches)
 //   e. attention over the latent cache (mla_attention.cuh): o_lat [batch][H][512]
 //   f. W_UV    o[b][h*128:(h+1)*128] = W_UV[h] · o_lat[b][h]        GEMM batched over heads
 //   g. out     y = o · Woᵀ
@@ -30,6 +32,9 @@
 //                             and the operands suit it, per projection and batch; our mma.sync GEMM otherwise
 //   LATTE_MLA_SIMPLE_GEMM=1   our one-thread-per-output fallback for every GEMM (to bisect a wrong result on
 //                             the GPU); implies LATTE_MLA_GEMM=latte
+//   LATTE_MLA_Q_FUSED=0       never the fused query kernel (b-d as three launches); =1: plan creation fails
+//                             (NOT_SUPPORTED) where it cannot run (not Hopper, or LATTE_MLA_GEMM=latte / cublaslt,
+//                             or LATTE_MLA_SIMPLE_GEMM=1, which ask for other engines); unset / empty: where it runs
 // How each projection runs is a per-shape choice kept in the plan's shape table: a shape is (batch, x row
 // stride, y row stride), since cuBLASLt's layouts and algorithms depend on them. The first run of a shape
 // makes its entry (host work only: layouts and heuristic queries, nothing enqueued): per projection the
@@ -62,6 +67,7 @@
 #include "gemm_bf16.cuh"
 #include "gemm_sm90.cuh"
 #include "mla_attention.cuh"
+#include "mla_q_absorb_sm90.cuh"
 #include "mla_small_kernels.cuh"
 
 namespace {
@@ -98,6 +104,9 @@ struct ShapeSelection {
     bool tuned;
     float us[kNProj], untuned_us[kNProj];  // tune's medians of the chosen and the untuned choice (tuned only)
     int candidates[kNProj];                // how many candidates tune timed
+    // b-d through the fused query kernel (mla_q_absorb_sm90) instead of up, rope and W_UK one after another
+    bool q_fused, q_fused_untuned;
+    float q_fused_us, q_split_us;  // tune's medians: the fused kernel; up + rope + W_UK as chosen (tuned only; < 0: not timed)
 };
 
 // One entry of the plan's shape table. g (cuBLASLt layouts + heuristic; not ready without cuBLASLt) never
@@ -122,6 +131,7 @@ struct MlaCudaPlan {
     bool lt_forced;                 // LATTE_MLA_GEMM=cublaslt: a projection it cannot run fails the run
     bool sm90;                      // our Hopper GEMM runs on this device: the default engine
     bool sm90_forced;               // LATTE_MLA_GEMM=sm90
+    bool q_fused;                   // the fused query kernel runs on this device and the environment allows it
     latte::LtContext lt;
     std::mutex shape_mutex;         // guards the shape table (runs of one plan may come from several threads)
     RunShape *shapes[kMaxShapes];
@@ -281,6 +291,26 @@ void mla_problems(const MlaCudaPlan *cp, const latte_mla_config &c, int64_t M, c
                       L.split_out);
 }
 
+// The fused query kernel's arguments (b-d): pointers may be null where only the geometry is wanted.
+latte::MlaQAbsorbArgs q_absorb_args(const MlaCudaPlan *cp, const latte_mla_config &c, int64_t M, const MlaOperands &t,
+                                    const int32_t *cache_lens, int64_t max_cache_len, const bf16 *rope_cos,
+                                    const bf16 *rope_sin) {
+    latte::MlaQAbsorbArgs a;
+    a.q_lora = t.q_lora;
+    a.wq_up = cp->wq_up;
+    a.w_uk_t = cp->w_uk_t;
+    a.q_attn = t.q_attn;
+    a.batch = M;
+    a.n_heads = (int)c.n_heads;
+    a.dq = (int)c.q_lora_rank;
+    a.cache_lens = cache_lens;
+    a.max_cache_len = max_cache_len;
+    a.rope_cos = rope_cos;
+    a.rope_sin = rope_sin;
+    a.dev_flags = 0;
+    return a;
+}
+
 void shape_free(const MlaCudaPlan *cp, RunShape *s) {
     if (!s) return;
     if (cp->use_lt)
@@ -323,6 +353,9 @@ RunShape *shape_for(MlaCudaPlan *cp, const latte_mla_config &c, int64_t M, int64
         if (u.sm90) u.sm90cfg = latte::gemm_sm90_choose(M, p[i].N, p[i].K, p[i].batch, cp->gemm.sm_count);
         s->sel.use[i] = u;
     }
+    s->sel.q_fused = s->sel.q_fused_untuned =
+        cp->q_fused && latte::mla_q_absorb_sm90_supports(q_absorb_args(cp, c, M, geometry, nullptr, 0, nullptr, nullptr), false);
+    s->sel.q_fused_us = s->sel.q_split_us = -1.0f;
     if (cp->n_shapes < kMaxShapes)
         cp->shapes[cp->n_shapes++] = s;
     else
@@ -374,6 +407,22 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
                                    gemm_env);
         }
     }
+    // LATTE_MLA_Q_FUSED: 0 never, 1 required, unset: where it runs
+    const char *q_fused_env = getenv("LATTE_MLA_Q_FUSED");
+    int q_fused_want = -1;
+    if (q_fused_env && q_fused_env[0]) {
+        if (!strcmp(q_fused_env, "0")) q_fused_want = 0;
+        else if (!strcmp(q_fused_env, "1")) q_fused_want = 1;
+        else
+            return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
+                                   "environment: LATTE_MLA_Q_FUSED=\"%.40s\" is neither \"0\" nor \"1\"", q_fused_env);
+    }
+    const bool q_fused = q_fused_want != 0 && want_sm90 && latte::mla_q_absorb_sm90_available(plan->device);
+    if (q_fused_want == 1 && !q_fused)
+        return latte_set_error(LATTE_STATUS_NOT_SUPPORTED,
+                               "environment: LATTE_MLA_Q_FUSED=1, but the fused query kernel does not run here (it needs "
+                               "compute capability 9.0 and a build with sm_90a, and LATTE_MLA_GEMM / LATTE_MLA_SIMPLE_GEMM "
+                               "not asking for another engine)");
     const latte::CublasLtApi *lt_api = nullptr;
     if (want_lt) {
         const char *why = nullptr;
@@ -390,6 +439,7 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
     cp->lt_forced = lt_forced;
     cp->sm90 = want_sm90 && latte::gemm_sm90_available(plan->device);
     cp->sm90_forced = sm90_forced;
+    cp->q_fused = q_fused;
     if ((e = latte::gemm_bf16_setup(&cp->gemm))) {
         delete cp;
         return cuda_fail(e, "GEMM kernel setup");
@@ -567,6 +617,9 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
             return latte_set_error(LATTE_STATUS_INTERNAL_ERROR, "mla (CUDA): the %s's split %d overflows the partials",
                                    kProjectionName[i], P[i].split);
     }
+    const latte::MlaQAbsorbArgs qa =
+        q_absorb_args(cp, c, M, t, a->cache_lens, a->max_cache_len, rope_cos, rope_sin);
+    const bool q_fused = sel.q_fused && latte::mla_q_absorb_sm90_supports(qa, true);
     if (cp->use_lt) {
         // cuBLASLt's runtime enqueues on the driver's current context: make sure it is this device's primary
         // context on this thread (a no-op when it is already; not a stream operation, so capture-safe)
@@ -641,10 +694,15 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
     }
     if ((e = record(1))) return cuda_fail(e, "cudaEventRecord(events[1])");
 
-    // b. up projection, c. query rope, d. W_UK absorption
-    if ((st = project_i(kUp))) return st;
-    latte::mla_q_rope_launch(t.q, t.q_attn, M, H, a->cache_lens, a->max_cache_len, rope_cos, rope_sin, stream);
-    if ((st = project_i(kUk))) return st;
+    // b. up projection, c. query rope, d. W_UK absorption: one fused kernel (PDL after the down epilogue), or three
+    if (q_fused) {
+        if ((e = latte::mla_q_absorb_sm90_launch(qa, cp->gemm.sm_count, true, stream)))
+            return cuda_fail(e, "fused query kernel (up projection, query rope, W_UK absorption)");
+    } else {
+        if ((st = project_i(kUp))) return st;
+        latte::mla_q_rope_launch(t.q, t.q_attn, M, H, a->cache_lens, a->max_cache_len, rope_cos, rope_sin, stream);
+        if ((st = project_i(kUk))) return st;
+    }
     LATTE_PHASE_CHECK("up projection / query rope / W_UK absorption");
     if ((e = record(2))) return cuda_fail(e, "cudaEventRecord(events[2])");
 
@@ -805,10 +863,12 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
     int l2 = 0;
     if ((e = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev))) return cuda_fail(e, "cudaDeviceGetAttribute");
     const size_t flush_bytes = align256((size_t)(l2 > (16 << 20) ? l2 : (16 << 20)) * 2);
+    // (in bf16 elements; the fused query kernel's lengths (int32, zeroed: position 0) and one cos / sin row last)
     const size_t n_act[] = {(size_t)(M * dim),          (size_t)(M * (dq + kRow)), (size_t)(M * dq),
                             (size_t)(M * H * kQHead),   (size_t)(M * H * kRow),    (size_t)(M * H * kR),
-                            (size_t)(M * H * kV),       (size_t)(M * dim)};
-    enum { kX, kDownOut, kQLora, kQ, kQAttn, kOLat, kO, kY, kNAct };
+                            (size_t)(M * H * kV),       (size_t)(M * dim),         (size_t)(2 * M),
+                            (size_t)(2 * kP)};
+    enum { kX, kDownOut, kQLora, kQ, kQAttn, kOLat, kO, kY, kLens, kRope, kNAct };
     size_t off[kNAct], act_bytes = 0;
     for (int i = 0; i < kNAct; i++) {
         off[i] = act_bytes;
@@ -824,6 +884,7 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
     tune_fill_kernel<<<(unsigned)((act_bytes / 2 + 255) / 256 < 4096 ? (act_bytes / 2 + 255) / 256 : 4096), 256, 0,
                        stream>>>((bf16 *)blk, act_bytes / 2, 0x1234567u);
     if ((e = cudaGetLastError())) return cuda_fail(e, "filling the tuning scratch");
+    if ((e = cudaMemsetAsync(blk + off[kLens], 0, (size_t)M * 4, stream))) return cuda_fail(e, "zeroing tuning lengths");
     for (int i = 0; i < 2 * kTuneReps; i++)
         if ((e = cudaEventCreate(&scratch.ev[i]))) return cuda_fail(e, "cudaEventCreate");
     if (cp->use_lt && (e = cudaSetDevice(dev))) return cuda_fail(e, "cudaSetDevice");
@@ -866,15 +927,16 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
         }
         return CUBLAS_STATUS_SUCCESS;
     };
-    // median µs of candidate cd; < 0: cuBLASLt (or sm90) refused it (skipped). A CUDA error fails the tune.
+    // median µs of what enqueue() enqueues (it returns false when it refused and enqueued nothing: -1, skipped).
+    // A CUDA error fails the tune.
     latte_status st = LATTE_STATUS_SUCCESS;
-    auto time_candidate = [&](int i, const ProjChoice &cd) -> float {
+    auto time_enqueue = [&](auto &&enqueue) -> float {
         float ms[kTuneReps];
         for (int r = -1; r < kTuneReps; r++) {
             tune_flush_kernel<<<(unsigned)sms * 4, 512, 0, stream>>>((const uint4 *)flush, flush_bytes / 16, flush_sink);
             if ((e = cudaGetLastError())) break;
             if (r >= 0 && (e = cudaEventRecord(scratch.ev[2 * r], stream))) break;
-            if (launch(i, cd) != CUBLAS_STATUS_SUCCESS) return -1.0f;  // nothing enqueued by a refused matmul
+            if (!enqueue()) return -1.0f;
             if ((e = cudaGetLastError())) break;
             if (r >= 0 && (e = cudaEventRecord(scratch.ev[2 * r + 1], stream))) break;
         }
@@ -891,6 +953,10 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
                 ms[b - 1] = tmp;
             }
         return ms[kTuneReps / 2] * 1e3f;
+    };
+    // candidate cd of projection i; < 0: cuBLASLt (or sm90) refused it
+    auto time_candidate = [&](int i, const ProjChoice &cd) -> float {
+        return time_enqueue([&] { return launch(i, cd) == CUBLAS_STATUS_SUCCESS; });
     };
 
     ShapeSelection out = sel;
@@ -962,6 +1028,28 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
         out.untuned_us[i] = base_us;
         out.candidates[i] = timed;
     }
+    // b-d: the fused query kernel against up + rope + W_UK as just chosen (the rope timed on its own)
+    out.q_fused_us = out.q_split_us = -1.0f;
+    {
+        const bf16 *rope = (const bf16 *)(blk + off[kRope]);
+        const int32_t *lens = (const int32_t *)(blk + off[kLens]);
+        const latte::MlaQAbsorbArgs qa = q_absorb_args(cp, c, M, t, lens, 0, rope, rope + kP);
+        if (cp->q_fused && latte::mla_q_absorb_sm90_supports(qa, true) && out.us[kUp] > 0.0f && out.us[kUk] > 0.0f) {
+            const float fused = time_enqueue(
+                [&] { return latte::mla_q_absorb_sm90_launch(qa, cp->gemm.sm_count, false, stream) == cudaSuccess; });
+            if (st) return st;
+            const float rope_us = time_enqueue([&] {
+                latte::mla_q_rope_launch(t.q, t.q_attn, M, (int)H, lens, 0, rope, rope + kP, stream);
+                return true;
+            });
+            if (st) return st;
+            if (fused > 0.0f && rope_us > 0.0f) {
+                out.q_fused_us = fused;
+                out.q_split_us = out.us[kUp] + out.us[kUk] + rope_us;
+                out.q_fused = fused < out.q_split_us;
+            }
+        }
+    }
     if ((e = cudaStreamSynchronize(stream))) return cuda_fail(e, "tuning");
     out.tuned = true;
     {
@@ -972,6 +1060,9 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
             shape->sel.untuned_us[i] = out.untuned_us[i];
             shape->sel.candidates[i] = out.candidates[i];
         }
+        shape->sel.q_fused = out.q_fused;
+        shape->sel.q_fused_us = out.q_fused_us;
+        shape->sel.q_split_us = out.q_split_us;
         shape->sel.tuned = true;
     }
     return LATTE_STATUS_SUCCESS;
@@ -1010,6 +1101,13 @@ extern "C" latte_status latte_cuda_mla_plan_describe(struct latte_mla_plan_s *pl
                    sel.candidates[i]);
         else
             append(" (%s, not tuned)\n", base);
+    }
+    if (sel.q_fused_untuned || sel.q_fused) {  // (only where the fused query kernel runs)
+        append("up + rope + w_uk: %s", sel.q_fused ? "fused (latte sm90 query kernel)" : "three launches (above)");
+        if (sel.tuned && sel.q_fused_us > 0.0f)
+            append(", fused %.1f us, three launches %.1f us\n", (double)sel.q_fused_us, (double)sel.q_split_us);
+        else
+            append(" (%s)\n", sel.tuned ? "not timed" : "default, not tuned");
     }
 #undef append
     return LATTE_STATUS_SUCCESS;
