@@ -4,7 +4,7 @@
 //   exact:  small integer q_lora, Wq_up and W_UK (|v| <= 2), so every product and partial sum is an integer below 2^24
 //           and exact in fp32 whatever the order: q rounds to bf16 the same way as the reference's exact sum, and so do
 //           q_lat and the rope (the same fp32 operations on the same bf16 values): q_attn must match bit for bit.
-//   real:   unit-variance operands at the layer's scales, against float64 sums: |d| <= 2e-2 |ref| + 2e-3 rms, plus for a
+//   real:   unit-variance operands at the layer's scales, against float64 sums: |d| <= 2e-2 |ref| + 5e-3 rms, plus for a
 //           rotated element 1.6e-2 (|x_i| + |x_p|) (q may be a bf16 ulp apart, and the rope's cancellations keep that).
 // Shapes: the layer's (batch 128, 128 heads, dq 1536) and odd ones (batch 1 / 77 / 130 / 256, 3-16 heads, dq 64-512)
 // with the grid capped at 3-7 CTAs (each CTA then takes tiles of several heads and both M tiles). Lengths include
@@ -215,7 +215,7 @@ static void run_case(const Case &k) {
             // q may be a bf16 ulp (2^-8 relative) apart from the reference's: q_lat sums 128 of them (the rms term);
             // a rotated element is x_i·cos ± x_p·sin, where a cancellation leaves the inputs' ulps (their term)
             const int c = (int)(i % kRow);
-            double tol = 2e-2 * fabs((double)r) + 2e-3 * rms;
+            double tol = 2e-2 * fabs((double)r) + 5e-3 * rms;
             if (c >= kR) {
                 const size_t qh = i / kRow * kQHead + kNope;
                 const int e = c - kR;
@@ -276,7 +276,7 @@ static void time_layer_shape() {
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    const double wbytes = (double)(n_wq + n_wk) * 2;
+    const double wq_bytes = (double)n_wq * 2, wk_bytes = (double)n_wk * 2;
     printf("timing (batch 128, 128 heads, dq 1536; median of 20 launches, each after a %zu MB read-only L2 flush):\n",
            flush_bytes >> 20);
     const struct { int flags; const char *what; } v[] = {
@@ -296,6 +296,7 @@ static void time_layer_shape() {
         }
         std::sort(ms.begin(), ms.end());
         const double us = ms[ms.size() / 2] * 1e3;
+        const double wbytes = wq_bytes + (x.flags & 8 ? 0.0 : wk_bytes);  // the weights this variant streams
         printf("  time q_absorb %8.1f us  %5.2f TB/s of weights (%.1f MB)  %s\n", us, wbytes / us * 1e-6, wbytes * 1e-6,
                x.what);
     }
