@@ -2,8 +2,10 @@
 // reads (a memset flush leaves dirty lines that the timed kernel would have to write back: NOTES.md).
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -28,4 +30,30 @@ __global__ void l2_flush_kernel(const uint4 *__restrict__ p, size_t n16, unsigne
 }
 static inline void l2_flush(void *buf, size_t bytes) {
     l2_flush_kernel<<<1024, 512>>>((const uint4 *)buf, bytes / 16, (unsigned *)((char *)buf + bytes / 2));
+}
+
+// n bf16 values from a hash of (index, seed): integers in [-int_range, int_range] (exact in any sum below 2^24), or
+// with int_range 0 a sum of four uniforms, ~normal with standard deviation `scale`.
+__global__ void fill_bf16_kernel(__nv_bfloat16 *p, size_t n, uint64_t seed, int int_range, float scale) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+        h ^= h >> 31;
+        h *= 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 29;
+        float v;
+        if (int_range > 0) {
+            v = (float)((int)(h % (uint64_t)(2 * int_range + 1)) - int_range);
+        } else {
+            const float s = (float)(h & 0xffff) + (float)((h >> 16) & 0xffff) + (float)((h >> 32) & 0xffff) +
+                            (float)(h >> 48);
+            v = (s * (1.0f / 65536.0f) - 2.0f) * 1.7320508f * scale;
+        }
+        p[i] = __float2bfloat16(v);
+    }
+}
+
+// n bf16 NaNs of one payload (0x7fc1), to tell "never written" from a computed NaN
+__global__ void poison_bf16_kernel(__nv_bfloat16 *p, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = __ushort_as_bfloat16((unsigned short)0x7fc1);
 }

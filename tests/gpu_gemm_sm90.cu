@@ -52,31 +52,7 @@ static uint64_t rng() {
     return g_rng;
 }
 
-// fill n bf16 values: integers in [-r, r] (exact), or ~normal * scale
-__global__ void fill_kernel(bf16 *p, size_t n, uint64_t seed, int int_range, float scale) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
-        h ^= h >> 31;
-        h *= 0xBF58476D1CE4E5B9ull;
-        h ^= h >> 29;
-        float v;
-        if (int_range > 0) {
-            v = (float)((int)(h % (uint64_t)(2 * int_range + 1)) - int_range);
-        } else {
-            const float s = (float)(h & 0xffff) + (float)((h >> 16) & 0xffff) + (float)((h >> 32) & 0xffff) +
-                            (float)(h >> 48);
-            v = (s * (1.0f / 65536.0f) - 2.0f) * 1.7320508f * scale;
-        }
-        p[i] = __float2bfloat16(v);
-    }
-}
-
 static void flush_l2(bf16 *flush, size_t flush_bytes) { l2_flush(flush, flush_bytes); }
-
-__global__ void poison_kernel(bf16 *p, size_t n) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        p[i] = __ushort_as_bfloat16((unsigned short)0x7fc1);
-}
 
 // reference: one thread per output, float64 sum (exact for the integer inputs)
 __global__ void ref_kernel(GemmProblem p, double *ref) {
@@ -226,7 +202,7 @@ static void counters_zero_check(const char *what) {
 }
 
 static void fill(bf16 *p, size_t n, int int_range, float scale) {
-    fill_kernel<<<1024, 256>>>(p, n, rng(), int_range, scale);
+    fill_bf16_kernel<<<1024, 256>>>(p, n, rng(), int_range, scale);
     CK(cudaGetLastError());
 }
 
@@ -259,7 +235,7 @@ static void run_shape(Shape s0, bool all_configs, bool real_too) {
             const GemmSm90Config &cf = cfgs[i];
             char what[80];
             snprintf(what, sizeof what, "%s bn %d %s", exact ? "exact" : "real", cf.bn, cf.stream_k ? "stream-K" : "whole");
-            poison_kernel<<<1024, 256>>>(b.C, b.nc);
+            poison_bf16_kernel<<<1024, 256>>>(b.C, b.nc);
             CK(gemm_sm90_launch(p, cf, g_sms, g_partial, g_counters, false, 0));
             CK(cudaDeviceSynchronize());
             compare(what, s, b, exact);
@@ -314,8 +290,8 @@ static void pdl_pair_check(bool pdl = true, bool separate = false) {
     cudaStream_t st;
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     for (int graph = 0; graph < 2; graph++) {
-        poison_kernel<<<1024, 256, 0, st>>>(b1.C, b1.nc);
-        poison_kernel<<<1024, 256, 0, st>>>(b2.C, b2.nc);
+        poison_bf16_kernel<<<1024, 256, 0, st>>>(b1.C, b1.nc);
+        poison_bf16_kernel<<<1024, 256, 0, st>>>(b2.C, b2.nc);
         if (!graph) {
             CK(gemm_sm90_launch(p1, c1, g_sms, g_partial, g_counters, pdl, st));
             CK(gemm_sm90_launch(p2, c2, g_sms, partial2, counters2, pdl, st));

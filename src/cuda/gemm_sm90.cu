@@ -408,14 +408,7 @@ bool is_mult(int64_t v, int64_t m) { return v % m == 0; }
 
 bool gemm_sm90_available(int device) {
 #if defined(LATTE_HAVE_SM90A)
-    int major = 0, minor = 0, smem_optin = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return false;
-    }
-    return major == 9 && minor == 0 && (size_t)smem_optin >= Tile<192>::kSmemBytes && tma_encoder_available();
+    return tma_hopper_device_ok(device, Tile<192>::kSmemBytes);
 #else
     (void)device;
     return false;

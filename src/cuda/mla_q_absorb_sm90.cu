@@ -299,14 +299,7 @@ bool aligned16(const void *ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 =
 
 bool mla_q_absorb_sm90_available(int device) {
 #if defined(LATTE_HAVE_SM90A)
-    int major = 0, minor = 0, smem_optin = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return false;
-    }
-    return major == 9 && minor == 0 && (size_t)smem_optin >= kSmemBytes && tma_encoder_available();
+    return tma_hopper_device_ok(device, kSmemBytes);
 #else
     (void)device;
     return false;

@@ -35,6 +35,17 @@ EncodeTiledFn encode_tiled_fn() {
 
 bool tma_encoder_available() { return encode_tiled_fn() != nullptr; }
 
+bool tma_hopper_device_ok(int device, size_t smem_bytes) {
+    int major = 0, minor = 0, smem_optin = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    return major == 9 && minor == 0 && (size_t)smem_optin >= smem_bytes && tma_encoder_available();
+}
+
 bool tma_encode_bf16_3d(CUtensorMap *map, const void *base, const uint64_t dims[3], const uint64_t strides_bytes[2],
                         const uint32_t box[3]) {
     const EncodeTiledFn fn = encode_tiled_fn();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cuda.h>  // CUtensorMap and its enums (types only)
+#include <stddef.h>
 #include <stdint.h>
 
 namespace latte {
@@ -17,5 +18,10 @@ bool tma_encode_bf16_3d(CUtensorMap *map, const void *base, const uint64_t dims[
 
 // Whether this process can encode tensor maps at all (the driver has the entry point).
 bool tma_encoder_available();
+
+// Whether `device` can run one of latte's sm_90a TMA kernels that needs `smem_bytes` of shared memory per block:
+// compute capability 9.0, that much opt-in shared memory, and a driver that encodes tensor maps. (Whether the build
+// has the sm_90a image is the caller's LATTE_HAVE_SM90A.)
+bool tma_hopper_device_ok(int device, size_t smem_bytes);
 
 }  // namespace latte
