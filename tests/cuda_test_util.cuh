@@ -1,5 +1,6 @@
-// Helpers shared by the CUDA unit tests (gpu_*.cu): a CUDA-call check that exits on failure, and an L2 flush that
-// reads (a memset flush leaves dirty lines that the timed kernel would have to write back: NOTES.md).
+// Helpers shared by the CUDA unit tests (gpu_*.cu): a CUDA-call check that exits on failure, the CHECK counters, an L2
+// flush that reads (a memset flush leaves dirty lines that the timed kernel would have to write back: NOTES.md), and
+// kernels that fill bf16 buffers with hashed values or poison them with NaN.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -16,6 +17,18 @@
             fprintf(stderr, "FAIL %s:%d: %s -> %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(e_)); \
             exit(1);                                                                                      \
         }                                                                                                 \
+    } while (0)
+
+// Check counters and CHECK(cond, printf-args...): counts the check, and on failure counts it and prints "FAIL: ...".
+static int g_fail __attribute__((unused)) = 0, g_checks __attribute__((unused)) = 0;
+#define CHECK(cond, ...)                  \
+    do {                                  \
+        g_checks++;                       \
+        if (!(cond)) {                    \
+            g_fail++;                     \
+            printf("FAIL: " __VA_ARGS__); \
+            printf("\n");                 \
+        }                                 \
     } while (0)
 
 // Reads `bytes` (a multiple of 16; at least 3× the L2) at `buf` on the legacy stream; its last 4 bytes of the first

@@ -33,8 +33,6 @@
 using namespace latte;
 typedef __nv_bfloat16 bf16;
 
-
-static int g_fail = 0, g_checks = 0;
 static uint64_t g_rng = 0x2545F4914F6CDD1Dull;
 static uint64_t rng() {
     g_rng ^= g_rng << 13;

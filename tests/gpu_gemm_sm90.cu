@@ -33,17 +33,6 @@ using namespace latte;
 typedef __nv_bfloat16 bf16;
 
 
-static int g_fail = 0, g_checks = 0;
-#define CHECK(cond, ...)                       \
-    do {                                       \
-        g_checks++;                            \
-        if (!(cond)) {                         \
-            g_fail++;                          \
-            printf("FAIL: " __VA_ARGS__);      \
-            printf("\n");                      \
-        }                                      \
-    } while (0)
-
 static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
 static uint64_t rng() {
     g_rng ^= g_rng << 13;

@@ -31,17 +31,6 @@
 using namespace latte;
 typedef __nv_bfloat16 bf16;
 
-static int g_fail = 0, g_checks = 0;
-#define CHECK(cond, ...)                  \
-    do {                                  \
-        g_checks++;                       \
-        if (!(cond)) {                    \
-            g_fail++;                     \
-            printf("FAIL: " __VA_ARGS__); \
-            printf("\n");                 \
-        }                                 \
-    } while (0)
-
 constexpr int kR = 512, kP = 64, kNope = 128, kQHead = 192, kRow = kR + kP;
 
 static void fill(bf16 *p, size_t n, uint64_t seed, int int_range, float scale, cudaStream_t stream = 0) {
