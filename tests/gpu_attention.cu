@@ -239,16 +239,6 @@ static void print_item_trace() {
 #endif
 
 // ---- timing at the reference shapes ----
-__global__ void fill_kernel(bf16 *p, size_t n, uint64_t seed) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
-        h ^= h >> 31;
-        h *= 0xBF58476D1CE4E5B9ull;
-        h ^= h >> 29;
-        p[i] = __float2bfloat16(((float)(h & 0xffffff) / 8388608.f - 1.f));
-    }
-}
-
 struct Big {
     bf16 *q = nullptr, *cache = nullptr, *cos_t = nullptr, *sin_t = nullptr, *o = nullptr, *flush = nullptr;
     int *lens = nullptr;
@@ -291,10 +281,10 @@ static void big_alloc(Big &m, int max_len, int sms) {
         ws = std::max(ws, mla_attention_workspace_bytes(B, H, n));
     }
     CK(cudaMalloc(&m.ws, ws));
-    fill_kernel<<<1024, 256>>>(m.q, (size_t)B * H * 576, 1);
-    fill_kernel<<<4096, 256>>>(m.cache, cache_elems, 2);
-    fill_kernel<<<256, 256>>>(m.cos_t, (size_t)(max_len + 1) * 64, 3);
-    fill_kernel<<<256, 256>>>(m.sin_t, (size_t)(max_len + 1) * 64, 4);
+    fill_bf16_kernel<<<1024, 256>>>(m.q, (size_t)B * H * 576, 1, 0, 0.577f);
+    fill_bf16_kernel<<<4096, 256>>>(m.cache, cache_elems, 2, 0, 0.577f);
+    fill_bf16_kernel<<<256, 256>>>(m.cos_t, (size_t)(max_len + 1) * 64, 3, 0, 0.577f);
+    fill_bf16_kernel<<<256, 256>>>(m.sin_t, (size_t)(max_len + 1) * 64, 4, 0, 0.577f);
     int l2 = 0;
     CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
     m.flush_bytes = (size_t)l2 * 3;
