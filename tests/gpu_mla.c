@@ -65,7 +65,9 @@ typedef struct mla_case {
     int simple_gemm;       /* LATTE_MLA_SIMPLE_GEMM=1 at plan creation */
     const char *gemm;      /* LATTE_MLA_GEMM at plan creation ("latte", "cublaslt", "sm90"), NULL: unset (the default) */
     const char *q_fused;   /* LATTE_MLA_Q_FUSED at plan creation ("0": b-d as three launches, "1": the fused query
-                              kernel, Hopper only: plan_describe must say so), NULL: unset (the default: fused on Hopper) */
+                              kernel, Hopper only: plan_describe must say so; "1e": "1" with LATTE_MLA_APPEND_IN_Q=0,
+                              the cache append by the down epilogue kernel instead of the fused query kernel), NULL:
+                              unset (the default: fused on Hopper, the append in it) */
 } mla_case;
 
 static double wall_s(void) {
@@ -131,11 +133,13 @@ static void run_case(const mla_case *k, int tune) {
              (!strcmp(g_default_gemm, "latte") || !strcmp(g_default_gemm, "cublaslt")))
         setenv("LATTE_MLA_GEMM", "sm90", 1); /* the process asks for another engine (sanitizers: latte's kernels only) */
     else restore_gemm_env();
-    if (k->q_fused) setenv("LATTE_MLA_Q_FUSED", k->q_fused, 1);
+    if (k->q_fused) setenv("LATTE_MLA_Q_FUSED", k->q_fused[0] == '1' ? "1" : "0", 1);
     else restore_q_fused_env();
+    if (k->q_fused && !strcmp(k->q_fused, "1e")) setenv("LATTE_MLA_APPEND_IN_Q", "0", 1);
     latte_mla_plan gplan = NULL;
     latte_status st = latte_mla_plan_create(&gplan, &cfg, &dw, LATTE_BACKEND_CUDA, NULL);
     unsetenv("LATTE_MLA_SIMPLE_GEMM"); /* read at plan creation only: the plan keeps its choice */
+    unsetenv("LATTE_MLA_APPEND_IN_Q");
     restore_q_fused_env();
     restore_gemm_env();
     CHECK(st == LATTE_STATUS_SUCCESS, "%s: GPU plan: %s (%s)", k->name, latte_status_string(st), latte_last_error());
@@ -677,6 +681,22 @@ static void env_checks(void) {
         latte_mla_plan_destroy(plan);
     }
     restore_q_fused_env();
+    /* LATTE_MLA_APPEND_IN_Q: "0" / "1" work, anything else fails with INVALID_ARGUMENT naming it */
+    {
+        const char *vals[] = {"0", "1", "no"};
+        for (int i = 0; i < 3; i++) {
+            setenv("LATTE_MLA_APPEND_IN_Q", vals[i], 1);
+            latte_mla_plan plan = NULL;
+            const latte_status st = latte_mla_plan_create(&plan, &cfg, &w, LATTE_BACKEND_CUDA, NULL);
+            unsetenv("LATTE_MLA_APPEND_IN_Q");
+            const latte_status want = i < 2 ? LATTE_STATUS_SUCCESS : LATTE_STATUS_INVALID_ARGUMENT;
+            CHECK(st == want && (st == LATTE_STATUS_SUCCESS || (plan == NULL && strstr(latte_last_error(),
+                                                                                        "LATTE_MLA_APPEND_IN_Q"))),
+                  "env LATTE_MLA_APPEND_IN_Q=\"%s\": %s (%s), expected %s", vals[i], latte_status_string(st),
+                  latte_last_error(), latte_status_string(want));
+            latte_mla_plan_destroy(plan);
+        }
+    }
     for (int i = 0; i < 5; i++) cudaFree(d[i]);
 }
 
@@ -754,6 +774,9 @@ int main(void) {
         {"r1 b128 unfused",          128, 7168, 1536, 128, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 520, 511, -1, 6, NULL, 0, 0, 0, 1, 0, NULL, "0"},
         {"r1 b77 pad sm90 unfused",  128, 7168, 1536, 77,  LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 700, 650, -1, 6, NULL, 8, 8, 24, 1, 0, "sm90", "0"},
         {"h16 b6 bad lengths unfused",16, 1024, 256,  6,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 0, 0, NULL, "0"},
+        /* the fused query kernel with the cache append left to the down epilogue kernel (LATTE_MLA_APPEND_IN_Q=0) */
+        {"r1 b77 pad fused epilogue",128, 7168, 1536, 77,  LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 700, 650, -1, 6, NULL, 8, 8, 24, 1, 0, NULL, "1e"},
+        {"h16 b6 bad lengths fused epilogue",16, 1024, 256, 6, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 0, 0, NULL, "1e"},
     };
     const char *no_lt = getenv("LATTE_TEST_NO_CUBLASLT");
     const int skip_lt = no_lt && no_lt[0] == '1';

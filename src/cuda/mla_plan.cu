@@ -8,7 +8,9 @@
 //   c. rope    q_attn[b][h][512:576] = rope_bf16(q_pe, len[b])
 //   d. W_UK    q_attn[b][h][0:512] = W_UK[h]ᵀ · q_nope[h]            GEMM batched over heads
 //   (b-d fused: on Hopper, mla_q_absorb_sm90.cuh does b, c and d in one kernel, same roundings: the default there,
-//    and a choice latte_mla_plan_tune makes by timing it against the three launches)
+//    and a choice latte_mla_plan_tune makes by timing it against the three launches. When it runs and the down
+//    projection wrote bf16 (cuBLASLt or sm90), a's epilogue goes into it too: its CTAs append the cache rows and it
+//    reads q_lora in place from the down projection's output, so a is one launch)
 //   e. attention over the latent cache (mla_attention.cuh): o_lat [batch][H][512]
 //   f. W_UV    o[b][h*128:(h+1)*128] = W_UV[h] · o_lat[b][h]        GEMM batched over heads
 //   g. out     y = o · Woᵀ
@@ -35,6 +37,8 @@
 //   LATTE_MLA_Q_FUSED=0       never the fused query kernel (b-d as three launches); =1: plan creation fails
 //                             (NOT_SUPPORTED) where it cannot run (not Hopper, or LATTE_MLA_GEMM=latte / cublaslt,
 //                             or LATTE_MLA_SIMPLE_GEMM=1, which ask for other engines); unset / empty: where it runs
+//   LATTE_MLA_APPEND_IN_Q=0   the cache append always by a's epilogue kernel, never folded into the fused query kernel
+//                             (unset / empty / 1: folded wherever the fused query kernel runs after a bf16 down GEMM)
 // How each projection runs is a per-shape choice kept in the plan's shape table: a shape is (batch, x row
 // stride, y row stride), since cuBLASLt's layouts and algorithms depend on them. The first run of a shape
 // makes its entry (host work only: layouts and heuristic queries, nothing enqueued): per projection the
@@ -132,6 +136,7 @@ struct MlaCudaPlan {
     bool sm90;                      // our Hopper GEMM runs on this device: the default engine
     bool sm90_forced;               // LATTE_MLA_GEMM=sm90
     bool q_fused;                   // the fused query kernel runs on this device and the environment allows it
+    bool append_in_q;               // the cache append may go into the fused query kernel (LATTE_MLA_APPEND_IN_Q)
     latte::LtContext lt;
     std::mutex shape_mutex;         // guards the shape table (runs of one plan may come from several threads)
     RunShape *shapes[kMaxShapes];
@@ -308,6 +313,13 @@ latte::MlaQAbsorbArgs q_absorb_args(const MlaCudaPlan *cp, const latte_mla_confi
     a.rope_cos = rope_cos;
     a.rope_sin = rope_sin;
     a.dev_flags = 0;
+    a.q_lora_stride = 0;  // t.q_lora: rows dq apart
+    a.kv_row = nullptr;   // no cache append (the down epilogue kernel does it)
+    a.kv_row_stride = 0;
+    a.kv_cache = nullptr;
+    a.cache_batch_stride = a.cache_row_stride = 0;
+    a.rotate_keys = 0;
+    a.bad_lengths = nullptr;
     return a;
 }
 
@@ -423,6 +435,11 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
                                "environment: LATTE_MLA_Q_FUSED=1, but the fused query kernel does not run here (it needs "
                                "compute capability 9.0 and a build with sm_90a, and LATTE_MLA_GEMM / LATTE_MLA_SIMPLE_GEMM "
                                "not asking for another engine)");
+    const char *append_env = getenv("LATTE_MLA_APPEND_IN_Q");
+    if (append_env && append_env[0] && strcmp(append_env, "0") && strcmp(append_env, "1"))
+        return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
+                               "environment: LATTE_MLA_APPEND_IN_Q=\"%.40s\" is neither \"0\" nor \"1\"", append_env);
+    const bool append_in_q = !(append_env && !strcmp(append_env, "0"));
     const latte::CublasLtApi *lt_api = nullptr;
     if (want_lt) {
         const char *why = nullptr;
@@ -440,6 +457,7 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
     cp->sm90 = want_sm90 && latte::gemm_sm90_available(plan->device);
     cp->sm90_forced = sm90_forced;
     cp->q_fused = q_fused;
+    cp->append_in_q = append_in_q;
     if ((e = latte::gemm_bf16_setup(&cp->gemm))) {
         delete cp;
         return cuda_fail(e, "GEMM kernel setup");
@@ -617,8 +635,23 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
             return latte_set_error(LATTE_STATUS_INTERNAL_ERROR, "mla (CUDA): the %s's split %d overflows the partials",
                                    kProjectionName[i], P[i].split);
     }
-    const latte::MlaQAbsorbArgs qa =
-        q_absorb_args(cp, c, M, t, a->cache_lens, a->max_cache_len, rope_cos, rope_sin);
+    latte::MlaQAbsorbArgs qa = q_absorb_args(cp, c, M, t, a->cache_lens, a->max_cache_len, rope_cos, rope_sin);
+    // a's epilogue folded into the fused query kernel: where that runs and the down projection leaves bf16
+    // [batch][dq + 576] in down_out; q_lora is then read in place from it (row stride dq + 576)
+    bool append_in_q = false;
+    if (cp->append_in_q && sel.q_fused && (on_lt[kDown] || on_sm90[kDown])) {
+        latte::MlaQAbsorbArgs qf = qa;
+        qf.q_lora = t.down_out;
+        qf.q_lora_stride = dq + kRow;
+        qf.kv_row = t.down_out + dq;
+        qf.kv_row_stride = dq + kRow;
+        qf.kv_cache = cache;
+        qf.cache_batch_stride = a->kv_cache.batch_stride;
+        qf.cache_row_stride = a->kv_cache.row_stride;
+        qf.rotate_keys = !rotated_at_read;
+        qf.bad_lengths = cp->bad_lengths;
+        if (latte::mla_q_absorb_sm90_supports(qf, true)) qa = qf, append_in_q = true;
+    }
     const bool q_fused = sel.q_fused && latte::mla_q_absorb_sm90_supports(qa, true);
     if (cp->use_lt) {
         // cuBLASLt's runtime enqueues on the driver's current context: make sure it is this device's primary
@@ -661,7 +694,10 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
         return cuda_fail(e, "zeroing the sm90 GEMM's counters");
 
     // a. down projection + cache append
-    {
+    if (append_in_q) {  // the GEMM alone: the fused query kernel appends the rows and reads q_lora from down_out
+        if ((st = project_i(kDown))) return st;
+        LATTE_PHASE_CHECK("down projection");
+    } else {
         latte::MlaDownEpilogueArgs ea;
         if (on_lt[kDown] || on_sm90[kDown]) {  // bf16 [batch][dq + 576] into down_out
             if ((st = project_i(kDown))) return st;

@@ -25,7 +25,11 @@
 //     past the batch are clipped by the unit); 9 chunks per warp and tile (8 of q_lat, 1 of rotated q_pe).
 //   * persistent: CTA c takes tiles [c·T/G, (c+1)·T/G), tile = head · m_tiles + m_tile (a CTA with two tiles of one
 //     head re-reads its weights from L2). PDL: the first stages' weights are requested before griddepcontrol.wait.
+//   * the cache append (optional, kv_row set): CTA c's consumer threads write the rows of sequences c, c + G, ... right
+//     after griddepcontrol.wait, while the first stages are still landing (the layer's down epilogue kernel is then not
+//     launched: one launch fewer, and q_lora is read in place from the down projection's output).
 #include "cuda/mla_q_absorb_sm90.cuh"
+#include "cuda/mla_small_kernels.cuh"
 #include "cuda/ptx.cuh"
 #include "cuda/tma.cuh"
 
@@ -60,6 +64,13 @@ struct QAbsorbParams {
     int64_t max_cache_len;
     const __nv_bfloat16 *rope_cos, *rope_sin;
     int dev_flags;
+    // the cache append (kv_row null: none); see MlaQAbsorbArgs
+    const __nv_bfloat16 *kv_row;
+    int64_t kv_row_stride;
+    __nv_bfloat16 *kv_cache;
+    int64_t cache_batch_stride, cache_row_stride;
+    int rotate_keys;
+    unsigned long long *bad_lengths;
 };
 
 #if LATTE_PTX_SM90A
@@ -154,6 +165,30 @@ __global__ void __launch_bounds__(kThreads, 1)
 
     // ---- consumers: warpgroup wg owns rows 64·wg .. 64·wg + 63 of the tile; warp q of it rows 16q .. 16q + 15 ----
     ptx::griddep_wait();  // q_lora and nothing stored before the previous grid is done
+    if (p.kv_row) {
+        // the cache append of sequences cta, cta + grid, ...: 576 elements a row over the 256 consumer threads (the
+        // first stages are landing meanwhile; nothing of this stays live into the tiles)
+#pragma unroll 1
+        for (int64_t b = cta; b < p.M; b += grid) {
+            const int32_t len = __ldg(p.cache_lens + b);
+            if (len < 0 || (int64_t)len > p.max_cache_len) {  // invalid: nothing appended, nothing read from the tables
+                if (tid == 0) atomicAdd(p.bad_lengths, 1ull);
+                continue;
+            }
+            const __nv_bfloat16 *row = p.kv_row + b * p.kv_row_stride;
+            __nv_bfloat16 *dst = p.kv_cache + b * p.cache_batch_stride + (int64_t)len * p.cache_row_stride;
+#pragma unroll 1
+            for (int j = tid; j < kRow; j += 32 * kConsumerWarps) {
+                __nv_bfloat16 v = row[j];
+                if (p.rotate_keys && j >= kR) {
+                    const int i = j - kR;
+                    v = mla_rope_elem(__bfloat162float(v), __bfloat162float(row[kR + (i ^ 32)]), i,
+                                      p.rope_cos + (int64_t)len * kP, p.rope_sin + (int64_t)len * kP);
+                }
+                dst[j] = v;
+            }
+        }
+    }
     const int q = warp % 4, g = lane / 4, t4 = lane % 4;
     unsigned char *stage_smem = smem + kStoreOff + 2048u * warp;
     const uint32_t stage_u32 = base + kStoreOff + 2048u * warp;
@@ -310,7 +345,10 @@ bool mla_q_absorb_sm90_supports(const MlaQAbsorbArgs &a, bool check_pointers) {
     if (a.batch < 1 || a.batch > (int64_t)1 << 30 || a.n_heads < 1 || a.n_heads > 65535 || a.dq < kBK || a.dq % kBK)
         return false;
     if ((int64_t)((a.batch + kBM - 1) / kBM) * a.n_heads > 0x7fffffff / 2) return false;  // 32-bit tile arithmetic
+    if (a.q_lora_stride != 0 && (a.q_lora_stride < a.dq || a.q_lora_stride % 8 || a.q_lora_stride > (int64_t)1 << 36))
+        return false;
     if (!check_pointers) return true;
+    if (a.kv_row && (!a.kv_cache || !a.bad_lengths)) return false;
     return a.q_lora && a.wq_up && a.w_uk_t && a.q_attn && a.cache_lens && a.rope_cos && a.rope_sin &&
            aligned16(a.q_lora) && aligned16(a.wq_up) && aligned16(a.w_uk_t) && aligned16(a.q_attn);
 }
@@ -318,9 +356,10 @@ bool mla_q_absorb_sm90_supports(const MlaQAbsorbArgs &a, bool check_pointers) {
 cudaError_t mla_q_absorb_sm90_launch(const MlaQAbsorbArgs &a, int sm_count, bool pdl, cudaStream_t stream) {
     if (!mla_q_absorb_sm90_supports(a, true)) return cudaErrorNotSupported;
     const uint64_t M = (uint64_t)a.batch, H = (uint64_t)a.n_heads, dq = (uint64_t)a.dq;
+    const uint64_t ld_q = a.q_lora_stride ? (uint64_t)a.q_lora_stride : dq;
     CUtensorMap a_map, b_map, u_map, o_map;
     {  // q_lora (k, m), Wq_up (k, n), W_UKᵀ (nope, latent, h), q_attn (col, h, m)
-        const uint64_t a_dims[3] = {dq, M, 1}, a_str[2] = {dq * 2, dq * 2 * M};
+        const uint64_t a_dims[3] = {dq, M, 1}, a_str[2] = {ld_q * 2, ld_q * 2 * M};
         const uint32_t a_box[3] = {kBK, kBM, 1};
         const uint64_t b_dims[3] = {dq, H * kQHead, 1}, b_str[2] = {dq * 2, dq * 2 * H * kQHead};
         const uint32_t b_box[3] = {kBK, kQHead, 1};
@@ -346,6 +385,13 @@ cudaError_t mla_q_absorb_sm90_launch(const MlaQAbsorbArgs &a, int sm_count, bool
     k.rope_sin = a.rope_sin;
     k.dev_flags = a.dev_flags;
     k.uk_chunks = a.dev_flags & 8 ? 0 : kUkChunks;
+    k.kv_row = a.kv_row;
+    k.kv_row_stride = a.kv_row_stride;
+    k.kv_cache = a.kv_cache;
+    k.cache_batch_stride = a.cache_batch_stride;
+    k.cache_row_stride = a.cache_row_stride;
+    k.rotate_keys = a.rotate_keys;
+    k.bad_lengths = a.bad_lengths;
     const int sms = sm_count > 0 ? sm_count : 1;
     const int grid = k.tiles < sms ? k.tiles : sms;
 

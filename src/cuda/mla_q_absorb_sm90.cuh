@@ -5,6 +5,9 @@
 //   q_attn[b][h][512 + i] = rope_bf16(q_pe[b][h], len[b])[i]                       (step 4, the reference's roundings)
 //   q_attn[b][h][0:512]   = bf16( q_nope[b][h] · W_UK[h] )                         (the absorption)
 //
+// Optionally it also appends the new token's cache row (the down projection's epilogue, spec step 2, folded in so that
+// the layer runs one launch fewer): kv_cache[b][len[b]] = kv_row[b], with the keys' rope when rotate_keys.
+//
 // The same function as gemm (up) + mla_q_rope + gemm (W_UK) in mla_plan.cu, with the same roundings; the fp32 sums
 // run in another order, so results agree to a bf16 ulp of q or q_attn, not bit for bit.
 #pragma once
@@ -16,7 +19,7 @@
 namespace latte {
 
 struct MlaQAbsorbArgs {
-    const __nv_bfloat16 *q_lora;  // [batch][dq], rows dq apart
+    const __nv_bfloat16 *q_lora;  // [batch][dq], rows q_lora_stride apart
     const __nv_bfloat16 *wq_up;   // [H·192][dq]
     const __nv_bfloat16 *w_uk_t;  // [H][512][128]: W_UK[h]ᵀ (the plan's re-laid copy)
     __nv_bfloat16 *q_attn;        // [batch][H][576]
@@ -26,14 +29,27 @@ struct MlaQAbsorbArgs {
     int64_t max_cache_len;
     const __nv_bfloat16 *rope_cos, *rope_sin;  // [>= max_cache_len + 1][64]
     int dev_flags;  // timing experiments only, 0 everywhere else: 4 no stores, 8 no W_UK product (wrong results)
+    int64_t q_lora_stride;  // elements between q_lora's rows; 0 means dq (else a multiple of 8, >= dq: e.g. the down
+                            // projection's [batch][dq + 576] output read in place)
+    // The cache append, or kv_row = nullptr (none). Row b of kv_row (576 bf16: latent, then k_pe, as the down projection
+    // rounded them) goes to row cache_lens[b] of sequence b, roped at that position when rotate_keys (the keys-stored-
+    // rotated convention), as mla_down_epilogue_kernel does; a sequence with an invalid length appends nothing and
+    // adds 1 to *bad_lengths. One CTA per sequence writes it, after the previous grid (PDL) is done.
+    const __nv_bfloat16 *kv_row;
+    int64_t kv_row_stride;  // elements between the rows of kv_row
+    __nv_bfloat16 *kv_cache;
+    int64_t cache_batch_stride, cache_row_stride;
+    int rotate_keys;
+    unsigned long long *bad_lengths;
 };
 
 // This build has the sm_90a kernel and `device` can run it (compute capability 9.0, the shared memory, a driver that
 // encodes tensor maps).
 bool mla_q_absorb_sm90_available(int device);
 
-// The layout rules: dq a multiple of 64, 1 <= batch <= 2^30, 1 <= n_heads <= 65535, and (check_pointers) every
-// pointer set, q_lora, wq_up, w_uk_t and q_attn 16-byte aligned.
+// The layout rules: dq a multiple of 64, 1 <= batch <= 2^30, 1 <= n_heads <= 65535, q_lora_stride 0 or a multiple of 8
+// >= dq, and (check_pointers) every pointer set (the append's when kv_row is), q_lora, wq_up, w_uk_t and q_attn 16-byte
+// aligned.
 bool mla_q_absorb_sm90_supports(const MlaQAbsorbArgs &a, bool check_pointers);
 
 // Enqueue it (one CTA per SM at most). pdl: launch with programmatic stream serialization (the CTAs load their first

@@ -18,15 +18,6 @@ constexpr int kQHead = 192;                                      // nope 128 + r
 
 __device__ __forceinline__ bool length_ok(int32_t len, int64_t max_len) { return len >= 0 && (int64_t)len <= max_len; }
 
-// element i (< 64) of rope_bf16(x, pos): x_i the element, x_p its partner i ^ 32 (bf16 values as float)
-__device__ __forceinline__ __nv_bfloat16 rope_elem(float x_i, float x_p, int i, const __nv_bfloat16 *cos_row,
-                                                   const __nv_bfloat16 *sin_row) {
-    const float rot = i < kHalf ? -x_p : x_p;
-    const float a = __bfloat162float(__float2bfloat16_rn(__fmul_rn(x_i, __bfloat162float(cos_row[i]))));
-    const float b = __bfloat162float(__float2bfloat16_rn(__fmul_rn(rot, __bfloat162float(sin_row[i]))));
-    return __float2bfloat16_rn(__fadd_rn(a, b));
-}
-
 // ---- down-projection epilogue ------------------------------------------------------------------------
 // grid: x = batch row m, y = column blocks of 256 over N = dq + 576. One thread per column.
 __global__ void mla_down_epilogue_kernel(const MlaDownEpilogueArgs a) {
@@ -57,7 +48,7 @@ __global__ void mla_down_epilogue_kernel(const MlaDownEpilogueArgs a) {
     if (a.rotate_keys && j >= kR) {
         const int i = j - kR;
         const float partner = __bfloat162float(__float2bfloat16_rn(sum(a.dq + kR + (i ^ kHalf))));
-        out = rope_elem(__bfloat162float(out), partner, i, a.rope_cos + (int64_t)len * kP, a.rope_sin + (int64_t)len * kP);
+        out = mla_rope_elem(__bfloat162float(out), partner, i, a.rope_cos + (int64_t)len * kP, a.rope_sin + (int64_t)len * kP);
     }
     a.kv_cache[m * a.cache_batch_stride + (int64_t)len * a.cache_row_stride + j] = out;
 }
@@ -76,7 +67,7 @@ __global__ void mla_q_rope_kernel(const __nv_bfloat16 *__restrict__ q, __nv_bflo
         const int32_t len = cache_lens[b];
         const int64_t pos = length_ok(len, max_len) ? len : 0;  // invalid: the attention makes it NaN anyway
         const __nv_bfloat16 *src = q + b * n_heads * kQHead + (int64_t)h * kQHead + 128;
-        const __nv_bfloat16 r = rope_elem(__bfloat162float(src[i]), __bfloat162float(src[i ^ kHalf]), i,
+        const __nv_bfloat16 r = mla_rope_elem(__bfloat162float(src[i]), __bfloat162float(src[i ^ kHalf]), i,
                                           rope_cos + pos * kP, rope_sin + pos * kP);
         q_attn[bh * kRow + kR + i] = r;
     }

@@ -8,6 +8,18 @@
 
 namespace latte {
 
+// Element i (< 64) of rope_bf16(x, pos) (the reference's bf16 roundings, NeoX half split, rotate_half([a,b]) = [-b,a]):
+// x_i the element, x_p its partner i ^ 32 (bf16 values as float), cos_row / sin_row the tables' row of the position.
+// Products and the sum use __fmul_rn / __fadd_rn so that no FMA contraction changes the roundings. (Shared by the down
+// epilogue, the query rope and the fused query kernel's cache append.)
+__device__ __forceinline__ __nv_bfloat16 mla_rope_elem(float x_i, float x_p, int i, const __nv_bfloat16 *cos_row,
+                                                       const __nv_bfloat16 *sin_row) {
+    const float rot = i < 32 ? -x_p : x_p;
+    const float a = __bfloat162float(__float2bfloat16_rn(__fmul_rn(x_i, __bfloat162float(cos_row[i]))));
+    const float b = __bfloat162float(__float2bfloat16_rn(__fmul_rn(rot, __bfloat162float(sin_row[i]))));
+    return __float2bfloat16_rn(__fadd_rn(a, b));
+}
+
 struct MlaDownEpilogueArgs {
     // The down GEMM's result, one of:
     const __nv_bfloat16 *down;     // [batch][dq + 576] bf16, already rounded (cuBLASLt's output), or nullptr
