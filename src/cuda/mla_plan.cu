@@ -3,7 +3,8 @@
 // The run, in the spec's rounding order (every arrow below is one bf16 rounding):
 //   a. down    [q_lora | kv_lora] = x · [Wq_down; Wkv_down]ᵀ       GEMM + epilogue kernel:
 //              q_lora -> workspace, kv_lora -> cache row len[b] (k_pe roped first if keys are stored rotated),
-//              only for valid lengths; an invalid one bumps the plan's counter instead
+//              only for valid lengths; an invalid one bumps the plan's counter instead (the epilogue's work goes
+//              into the fused query kernel where that runs after a bf16 GEMM: see b-d)
 //   b. up      q = q_lora · Wq_upᵀ                                  [batch][H*192]
 //   c. rope    q_attn[b][h][512:576] = rope_bf16(q_pe, len[b])
 //   d. W_UK    q_attn[b][h][0:512] = W_UK[h]ᵀ · q_nope[h]            GEMM batched over heads
