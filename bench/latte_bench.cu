@@ -1525,9 +1525,46 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
                 ph[i].push_back(ms * 1e3);
             }
         }
-        JObj phases;
+        /* the same events as nodes of a graph (one captured run, replayed): the phases as the timed graph runs
+           them, without the eager launches' gaps (an event node costs ~1-2 us: they sum to more than the graph) */
+        std::vector<double> gph[LATTE_MLA_N_PHASE_EVENTS - 1];
+        if (pst == LATTE_STATUS_SUCCESS) {
+            cudaGraph_t pg = nullptr;
+            cudaGraphExec_t pexec = nullptr;
+            CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+            const latte_status cst = latte_mla_run_with_events(plan, &a, ws, ws_bytes, s, evp);
+            cudaError_t ce = cudaStreamEndCapture(s, &pg);
+            if (cst == LATTE_STATUS_SUCCESS && ce == cudaSuccess && pg) ce = cudaGraphInstantiate(&pexec, pg, 0);
+            if (pg) cudaGraphDestroy(pg);
+            if (cst != LATTE_STATUS_SUCCESS || ce != cudaSuccess || !pexec) {
+                (void)cudaGetLastError();
+                printf("mla %s: graph phases not measured (capture: %s, %s)\n", label, latte_status_string(cst),
+                       cudaGetErrorString(ce));
+            } else {
+                for (int rep = 0; rep < phase_reps + 2; rep++) {
+                    CUDA_CHECK(cudaGraphLaunch(pexec, s));
+                    CUDA_CHECK(cudaStreamSynchronize(s));
+                    if (rep < 2) continue;
+                    for (int i = 0; i + 1 < LATTE_MLA_N_PHASE_EVENTS; i++) {
+                        float ms = NAN;
+                        if (cudaEventElapsedTime(&ms, ev[i], ev[i + 1]) != cudaSuccess) (void)cudaGetLastError();
+                        gph[i].push_back(ms * 1e3);
+                    }
+                }
+            }
+            if (pexec) cudaGraphExecDestroy(pexec);
+        }
+        JObj phases, graph_phases;
         std::string phase_line;
         if (pst == LATTE_STATUS_SUCCESS) {
+            std::string graph_line;
+            for (int i = 0; i + 1 < LATTE_MLA_N_PHASE_EVENTS && !gph[i].empty(); i++) {
+                const double m = median(gph[i]);
+                graph_phases.num(phase_names[i], m);
+                char b[64];
+                snprintf(b, sizeof b, "%s%s %.1f", i ? ", " : "", phase_names[i], m);
+                graph_line += b;
+            }
             for (int i = 0; i + 1 < LATTE_MLA_N_PHASE_EVENTS; i++) {
                 double m = median(ph[i]);
                 phases.num(phase_names[i], m);
@@ -1535,6 +1572,7 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
                 snprintf(b, sizeof b, "%s%s %.1f", i ? ", " : "", phase_names[i], m);
                 phase_line += b;
             }
+            if (!graph_line.empty()) phase_line += " | graph: " + graph_line;
         } else {
             if (pst != LATTE_STATUS_NOT_SUPPORTED) g_failures++;
             phase_line = std::string("phases: ") + latte_status_string(pst);
@@ -1585,7 +1623,8 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
                                            .num("speedup", fm / t.us));
         rec.str("impl", "latte").str("op", "mla_decode").obj("params", params).str("device", dev.name).num("median_us", t.us)
             .num("floor_us", floor_us).num("ratio_to_floor", t.us / floor_us).num("TBps", tbps).num("TFLOPs", tflops)
-            .raw("graph", t.graph ? "true" : "false").obj("phases_us", phases).obj("peers", peer);
+            .raw("graph", t.graph ? "true" : "false").obj("phases_us", phases).obj("phases_graph_us", graph_phases)
+            .obj("peers", peer);
         g_records.push_back(rec.text());
     }
     table("  vs torch / torch-rot: PyTorch absorbed (reference / stored-rotated keys, --peers) over ours;"

@@ -255,7 +255,9 @@ LATTE_API latte_status latte_mla_run(latte_mla_plan plan, const latte_mla_run_ar
  * passed as void*) on `stream` between its phases; NULL entries are skipped. CUDA backend only.
  *   events[0] start   [1] after the down-projections and the cache append
  *   [2] after the up-projection, rope and W_UK absorption   [3] after the split-KV attention
- *   [4] after the combine   [5] after W_UV and the output projection (end) */
+ *   [4] after the combine   [5] after W_UV and the output projection (end)
+ * Under stream capture the records become event nodes of the graph (cudaEventRecordExternal), so a replay
+ * times the phases too. */
 #define LATTE_MLA_N_PHASE_EVENTS 6
 LATTE_API latte_status latte_mla_run_with_events(latte_mla_plan plan, const latte_mla_run_args *args, void *workspace,
                                                  size_t workspace_bytes, latte_stream_t stream,

@@ -13,6 +13,8 @@
 // does; the sum order differs).
 // LATTE_ATTN_TIMING=1: then the timing table (=2: the table alone, e.g. for a build with timing experiments) at the reference shapes (batch 128, 128 heads, every sequence at the
 // length): median of 15 launches, each after a read-only L2 flush: µs, TFLOP/s (2·B·H·T·(576 + 512)), cache TB/s.
+// LATTE_ATTN_CAPACITY=C (timing and profile): each sequence's cache takes C rows (the batch stride, as a cache
+// allocated for C tokens, e.g. latte-bench's 8192) instead of exactly L + 1.
 // LATTE_ATTN_PROFILE=L: one warm-up and one launch at length L (batch 128, 128 heads) and nothing else (for ncu).
 // Exit 77 (ctest: skipped) without a GPU.
 #include "cuda/mla_attention.cuh"
@@ -244,6 +246,7 @@ struct Big {
     int *lens = nullptr;
     float *ws = nullptr;
     size_t flush_bytes = 0;
+    int capacity = 0;  // LATTE_ATTN_CAPACITY: rows per sequence (0: L + 1, packed)
 };
 
 static MlaAttentionParams big_params(Big &m, int L, bool rotate, int sms, std::vector<int> *lens_host) {
@@ -255,7 +258,8 @@ static MlaAttentionParams big_params(Big &m, int L, bool rotate, int sms, std::v
     CK(cudaMemcpy(m.lens, lens.data(), B * sizeof(int), cudaMemcpyHostToDevice));
     MlaAttentionParams p{};
     p.q = m.q, p.q_batch_stride = (int64_t)H * 576, p.q_head_stride = 576;
-    p.kv_cache = m.cache, p.cache_batch_stride = (int64_t)(L + 1) * 576, p.cache_row_stride = 576;
+    p.kv_cache = m.cache, p.cache_batch_stride = (int64_t)(m.capacity > L ? m.capacity : L + 1) * 576;
+    p.cache_row_stride = 576;
     p.cache_lens = m.lens, p.max_cache_len = L;
     p.rope_cos = rotate ? m.cos_t : nullptr, p.rope_sin = rotate ? m.sin_t : nullptr;
     p.softmax_scale = 1.f / sqrtf(192.f);
@@ -267,7 +271,8 @@ static MlaAttentionParams big_params(Big &m, int L, bool rotate, int sms, std::v
 
 static void big_alloc(Big &m, int max_len, int sms) {
     const int B = 128, H = 128;
-    const size_t cache_elems = (size_t)B * (max_len + 1) * 576;
+    if (const char *c = getenv("LATTE_ATTN_CAPACITY")) m.capacity = atoi(c);
+    const size_t cache_elems = (size_t)B * std::max(max_len + 1, m.capacity) * 576;
     CK(cudaMalloc(&m.q, (size_t)B * H * 576 * 2));
     CK(cudaMalloc(&m.cache, cache_elems * 2));
     CK(cudaMalloc(&m.cos_t, (size_t)(max_len + 1) * 64 * 2));

@@ -345,7 +345,8 @@ static void time_shape(const Shape &s0, bf16 *flush, size_t flush_bytes) {
                cf.stream_k ? "stream-K" : "whole", us, wbytes / us * 1e-6, note);
     };
     for (int i = 0; i < n; i++) time_one(c[i], i == 0 ? "(chosen)" : "");
-    const struct { int flags; const char *what; } exps[] = {{1, "no L2 hints"}, {4, "no stores"}, {32 | 4, "no A, no stores"}};
+    const struct { int flags; const char *what; } exps[] = {
+        {1, "no L2 hints"}, {4, "no stores"}, {32 | 4, "no A, no stores"}, {32 | 4 | 128, "no A, no stores, no fixup"}};
     for (const auto &x : exps) {
         GemmSm90Config cf = c[0];
         cf.dev_flags = x.flags;

@@ -233,7 +233,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 if (lane == 0) ptx::mbarrier_arrive(empty0 + 8u * s);
             }
 
-            if (!whole) {
+            if (!whole && !(p.dev_flags & 128)) {
                 // a shared tile: partial -> own slot, count in; the last of the tile's contributors sums and stores
                 const int t0 = tile * p.units_per_tile;
                 const int c_first = cta_of(t0, p.units, grid), c_last = cta_of(t0 + p.units_per_tile - 1, p.units, grid);

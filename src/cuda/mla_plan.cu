@@ -53,9 +53,9 @@
 // Run contract: no allocation, no synchronization, graph-capturable. All scratch is carved from the caller's
 // workspace in 256-byte aligned slices (mla_layout); the split-K partials of all GEMMs share one slice, since
 // the GEMMs run one after another on one stream, and so does cuBLASLt's workspace. The sm90 GEMM's fixup counters
-// (one int per tile, zero between launches) are zeroed by one memset at the start of each run that uses it; every
-// sm90 launch leaves them zero again. sm90 launches after the first kernel of a run use programmatic dependent
-// launch: each loads its first weight tiles while the kernel before it finishes.
+// (one int per tile, zero between launches) are zeroed by one memset at the start of each run with a stream-K sm90
+// launch; every sm90 launch leaves them zero again. sm90 launches after the first kernel of a run use programmatic
+// dependent launch: each loads its first weight tiles while the kernel before it finishes.
 #include "internal.h"
 
 #include <cuda_bf16.h>
@@ -151,7 +151,7 @@ struct MlaLayout {
     size_t q_lora, q, q_attn, o_lat, o, partial, attn, total;  // byte offsets (total = size)
     size_t partial_bytes;          // the partials slice: any split whose partials fit may run (tuned choices)
     size_t down_out, lt_ws;        // cuBLASLt or sm90 (else 0): bf16 [batch][dq + 576]; cuBLASLt's workspace (else 0)
-    size_t counters, counter_bytes;  // sm90 only (else 0): its fixup counters, int, zeroed at the start of a run
+    size_t counters, counter_bytes;  // sm90 only (else 0): its fixup counters, int (zeroed by runs with stream-K)
     int split_down, split_up, split_uk, split_uv, split_out;
     int attn_splits, attn_split_len;
 };
@@ -612,12 +612,13 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
     ShapeSelection sel;
     lt.shape = shape_for(cp, c, M, a->x_row_stride, a->y_row_stride, L, &lt.temporary, &sel);
     if (!lt.shape) return latte_set_error(LATTE_STATUS_OUT_OF_MEMORY, "mla (CUDA): host allocation of a run shape failed");
-    bool on_lt[kNProj], on_sm90[kNProj], any_sm90 = false;
+    bool on_lt[kNProj], on_sm90[kNProj], any_stream_k = false;
     for (int i = 0; i < kNProj; i++) {
         on_lt[i] = sel.use[i].lt;
         // sm90 also needs the run's pointers to suit TMA (16-byte aligned x): else our mma.sync GEMM, default split
         on_sm90[i] = sel.use[i].sm90 && latte::gemm_sm90_supports(P[i], true);
-        any_sm90 = any_sm90 || on_sm90[i];
+        // only stream-K launches use the fixup counters (whole tiles never touch them)
+        any_stream_k = any_stream_k || (on_sm90[i] && sel.use[i].sm90cfg.stream_k);
         if (!on_lt[i] && cp->lt_forced)
             return latte_set_error(LATTE_STATUS_NOT_SUPPORTED,
                                    "environment: LATTE_MLA_GEMM=cublaslt, but cuBLASLt has no algorithm for the %s "
@@ -683,7 +684,14 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
 
     auto record = [&](int i) -> cudaError_t {
         if (!events || !events[i]) return cudaSuccess;
-        return cudaEventRecord((cudaEvent_t)events[i], stream);
+        // External: under stream capture the record becomes an event node of the graph (a plain record only marks a
+        // capture dependency), so the phases can be timed in graph replays too; outside capture, a plain record
+        // (the flag is refused outside capture: cudaErrorIllegalState)
+        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+        if (const cudaError_t ce = cudaStreamIsCapturing(stream, &capture)) return ce;
+        return cudaEventRecordWithFlags((cudaEvent_t)events[i], stream,
+                                        capture == cudaStreamCaptureStatusActive ? cudaEventRecordExternal
+                                                                                 : cudaEventRecordDefault);
     };
 #define LATTE_PHASE_CHECK(what)                                     \
     do {                                                            \
@@ -691,7 +699,10 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
     } while (0)
 
     if ((e = record(0))) return cuda_fail(e, "cudaEventRecord(events[0])");
-    if (any_sm90 && (e = cudaMemsetAsync(sm90_counters, 0, L.counter_bytes, stream)))
+    // Counters must be zero when a stream-K launch starts (a launch leaves them zero, but the workspace is the caller's
+    // scratch): zeroed here, and only when a stream-K launch follows (a memset node costs the graph ~1-2 us; the
+    // tuned H100/H200 runs use whole tiles or cuBLASLt, and skip it)
+    if (any_stream_k && (e = cudaMemsetAsync(sm90_counters, 0, L.counter_bytes, stream)))
         return cuda_fail(e, "zeroing the sm90 GEMM's counters");
 
     // a. down projection + cache append
