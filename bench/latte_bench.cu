@@ -1557,21 +1557,20 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
         JObj phases, graph_phases;
         std::string phase_line;
         if (pst == LATTE_STATUS_SUCCESS) {
-            std::string graph_line;
-            for (int i = 0; i + 1 < LATTE_MLA_N_PHASE_EVENTS && !gph[i].empty(); i++) {
-                const double m = median(gph[i]);
-                graph_phases.num(phase_names[i], m);
-                char b[64];
-                snprintf(b, sizeof b, "%s%s %.1f", i ? ", " : "", phase_names[i], m);
-                graph_line += b;
-            }
-            for (int i = 0; i + 1 < LATTE_MLA_N_PHASE_EVENTS; i++) {
-                double m = median(ph[i]);
-                phases.num(phase_names[i], m);
-                char b[64];
-                snprintf(b, sizeof b, "%s%s %.1f", i ? ", " : "", phase_names[i], m);
-                phase_line += b;
-            }
+            /* medians of each phase into the JSON object and "name us, ..." (empty when nothing was measured) */
+            auto summarize = [&](const std::vector<double> *samples, JObj &obj) {
+                std::string line;
+                for (int i = 0; i + 1 < LATTE_MLA_N_PHASE_EVENTS && !samples[i].empty(); i++) {
+                    const double m = median(samples[i]);
+                    obj.num(phase_names[i], m);
+                    char b[64];
+                    snprintf(b, sizeof b, "%s%s %.1f", i ? ", " : "", phase_names[i], m);
+                    line += b;
+                }
+                return line;
+            };
+            phase_line = summarize(ph, phases);
+            const std::string graph_line = summarize(gph, graph_phases);
             if (!graph_line.empty()) phase_line += " | graph: " + graph_line;
         } else {
             if (pst != LATTE_STATUS_NOT_SUPPORTED) g_failures++;
