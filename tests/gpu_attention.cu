@@ -15,6 +15,11 @@
 // length): median of 15 launches, each after a read-only L2 flush: µs, TFLOP/s (2·B·H·T·(576 + 512)), cache TB/s.
 // LATTE_ATTN_CAPACITY=C (timing and profile): each sequence's cache takes C rows (the batch stride, as a cache
 // allocated for C tokens, e.g. latte-bench's 8192) instead of exactly L + 1.
+// LATTE_ATTN_SCALES="q,c" (timing and profile): the standard deviations of q and of the cache (default 0.577 both;
+// the layer's own data are ~1 both: latte-bench fills x, the cache and the weights as the reference does).
+// LATTE_ATTN_FLUSH=read|write|none (timing): what runs before each timed launch: the read-only L2 flush (default), a
+// write of the same buffer (leaves L2 full of dirty lines, as the layer's query kernel leaves q_attn), or nothing
+// (back to back, the L2 holding the previous launch's lines).
 // LATTE_ATTN_PROFILE=L: one warm-up and one launch at length L (batch 128, 128 heads) and nothing else (for ncu).
 // Exit 77 (ctest: skipped) without a GPU.
 #include "cuda/mla_attention.cuh"
@@ -66,7 +71,13 @@ struct Case {
     bool rotate;            // keys rotated at read (reference convention)
     int q_pad, cache_pad;   // extra elements per q head row / per cache row
     float q_scale, c_scale;
+    bool discard_q = false;  // MlaAttentionParams::discard_q (see run_case)
 };
+
+__global__ void copy_u16_kernel(uint16_t *dst, const uint16_t *src, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = src[i];
+}
 
 static void run_case(const Case &k, int sms) {
     const int B = k.batch, H = k.n_heads, L = k.max_cache_len;
@@ -90,14 +101,40 @@ static void run_case(const Case &k, int sms) {
     int *d_lens;
     float *d_ws;
     const size_t o_elems = (size_t)B * H * 512;
-    CK(cudaMalloc(&d_q, q.size() * 2));
+    // discard_q: q sits between two guard lines, and is written the way the layer's query kernel leaves it: stale
+    // values (NaN, guards 0x1111) in DRAM, the real ones (guards 0x2222) dirty in L2 (a kernel's stores after an L2
+    // flush). A discard the launcher should have refused (splits re-read q; padded rows) then feeds stale NaN to a
+    // later read, and a line dropped outside q shows in a guard.
+    constexpr size_t kGuard = 64;  // elements: one 128-byte line
+    bf16 *d_q_alloc = nullptr;
+    CK(cudaMalloc(&d_q_alloc, (q.size() + 2 * kGuard) * 2));
+    d_q = d_q_alloc + kGuard;
+    if (k.discard_q) {
+        std::vector<uint16_t> stale(q.size() + 2 * kGuard, kNaN), fresh(q.size() + 2 * kGuard, 0x2222);
+        for (size_t i = 0; i < kGuard; i++) stale[i] = stale[stale.size() - 1 - i] = 0x1111;
+        std::copy(q.begin(), q.end(), fresh.begin() + kGuard);
+        uint16_t *d_fresh = nullptr;
+        CK(cudaMalloc(&d_fresh, fresh.size() * 2));
+        CK(cudaMemcpy(d_fresh, fresh.data(), fresh.size() * 2, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(d_q_alloc, stale.data(), stale.size() * 2, cudaMemcpyHostToDevice));
+        int l2 = 0;
+        CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+        void *flush = nullptr;
+        CK(cudaMalloc(&flush, (size_t)l2 * 3));
+        CK(cudaMemset(flush, 0, (size_t)l2 * 3));
+        l2_flush(flush, (size_t)l2 * 3);  // the stale values reach DRAM
+        copy_u16_kernel<<<256, 256>>>((uint16_t *)d_q_alloc, d_fresh, fresh.size());
+        CK(cudaDeviceSynchronize());
+        cudaFree(flush), cudaFree(d_fresh);
+    } else {
+        CK(cudaMemcpy(d_q, q.data(), q.size() * 2, cudaMemcpyHostToDevice));
+    }
     CK(cudaMalloc(&d_cache, cache.size() * 2));
     CK(cudaMalloc(&d_cos, cos_t.size() * 2));
     CK(cudaMalloc(&d_sin, sin_t.size() * 2));
     CK(cudaMalloc(&d_o, o_elems * 2));
     CK(cudaMalloc(&d_lens, B * sizeof(int)));
     CK(cudaMalloc(&d_ws, mla_attention_workspace_bytes(B, H, n_splits)));
-    CK(cudaMemcpy(d_q, q.data(), q.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d_cache, cache.data(), cache.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d_cos, cos_t.data(), cos_t.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d_sin, sin_t.data(), sin_t.size() * 2, cudaMemcpyHostToDevice));
@@ -114,10 +151,19 @@ static void run_case(const Case &k, int sms) {
     p.batch = B, p.n_heads = H, p.n_splits = n_splits, p.split_len = split_len;
     p.o_partial = d_ws, p.lse_partial = d_ws + (size_t)n_splits * B * H * 512;
     p.o_lat = d_o;
+    p.discard_q = k.discard_q ? 1 : 0;
     CK(mla_attention_launch(p, 0));
     CK(cudaDeviceSynchronize());
     std::vector<uint16_t> o(o_elems);
     CK(cudaMemcpy(o.data(), d_o, o_elems * 2, cudaMemcpyDeviceToHost));
+    int guard_bad = 0;
+    size_t q_stale = 0;
+    if (k.discard_q) {  // the guards hold the fresh values; how many of q's values now read stale (dropped lines)
+        std::vector<uint16_t> back(q.size() + 2 * kGuard);
+        CK(cudaMemcpy(back.data(), d_q_alloc, back.size() * 2, cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < kGuard; i++) guard_bad += (back[i] != 0x2222) + (back[back.size() - 1 - i] != 0x2222);
+        for (size_t i = 0; i < q.size(); i++) q_stale += back[kGuard + i] != q[i];
+    }
 
     // reference, float64 (scores rounded as the reference does)
     int bad = 0;
@@ -176,11 +222,15 @@ static void run_case(const Case &k, int sms) {
             }
         }
     }
+    if (guard_bad) printf("  %s: %d guard values around q changed (a line outside q was discarded)\n", k.name, guard_bad);
+    bad += guard_bad;
     g_checks++;
     if (bad) g_fail++;
     printf("%s %s: batch %d, %d heads, max len %d, %d split(s) of %d: max err %.2e of max|ref|, %d bad\n",
            bad ? "FAIL" : "ok  ", k.name, B, H, L, n_splits, split_len, worst, bad);
-    cudaFree(d_q), cudaFree(d_cache), cudaFree(d_cos), cudaFree(d_sin), cudaFree(d_o), cudaFree(d_lens), cudaFree(d_ws);
+    if (k.discard_q)
+        printf("      (q values reading stale afterwards, i.e. dropped unwritten: %zu of %zu)\n", q_stale, q.size());
+    cudaFree(d_q_alloc), cudaFree(d_cache), cudaFree(d_cos), cudaFree(d_sin), cudaFree(d_o), cudaFree(d_lens), cudaFree(d_ws);
 }
 
 #if defined(LATTE_DEV_EXPERIMENTS)
@@ -247,6 +297,8 @@ struct Big {
     float *ws = nullptr;
     size_t flush_bytes = 0;
     int capacity = 0;  // LATTE_ATTN_CAPACITY: rows per sequence (0: L + 1, packed)
+    int flush_mode = 0;  // LATTE_ATTN_FLUSH: 0 read, 1 write, 2 none
+    float q_scale = 0.f, c_scale = 0.f;
 };
 
 static MlaAttentionParams big_params(Big &m, int L, bool rotate, int sms, std::vector<int> *lens_host) {
@@ -286,8 +338,12 @@ static void big_alloc(Big &m, int max_len, int sms) {
         ws = std::max(ws, mla_attention_workspace_bytes(B, H, n));
     }
     CK(cudaMalloc(&m.ws, ws));
-    fill_bf16_kernel<<<1024, 256>>>(m.q, (size_t)B * H * 576, 1, 0, 0.577f);
-    fill_bf16_kernel<<<4096, 256>>>(m.cache, cache_elems, 2, 0, 0.577f);
+    float q_scale = 0.577f, c_scale = 0.577f;
+    if (const char *sc = getenv("LATTE_ATTN_SCALES")) sscanf(sc, "%f,%f", &q_scale, &c_scale);
+    m.q_scale = q_scale, m.c_scale = c_scale;
+    if (const char *f = getenv("LATTE_ATTN_FLUSH")) m.flush_mode = !strcmp(f, "write") ? 1 : !strcmp(f, "none") ? 2 : 0;
+    fill_bf16_kernel<<<1024, 256>>>(m.q, (size_t)B * H * 576, 1, 0, q_scale);
+    fill_bf16_kernel<<<4096, 256>>>(m.cache, cache_elems, 2, 0, c_scale);
     fill_bf16_kernel<<<256, 256>>>(m.cos_t, (size_t)(max_len + 1) * 64, 3, 0, 0.577f);
     fill_bf16_kernel<<<256, 256>>>(m.sin_t, (size_t)(max_len + 1) * 64, 4, 0, 0.577f);
     int l2 = 0;
@@ -303,7 +359,10 @@ static void big_free(Big &m) {
     cudaFree(m.ws), cudaFree(m.flush);
 }
 
-static void flush_l2(const Big &m) { l2_flush(m.flush, m.flush_bytes); }
+static void flush_l2(const Big &m) {
+    if (m.flush_mode == 0) l2_flush(m.flush, m.flush_bytes);
+    else if (m.flush_mode == 1) CK(cudaMemsetAsync(m.flush, 0x5a, m.flush_bytes));
+}
 
 static double time_attention(Big &m, const MlaAttentionParams &p, int reps) {
     cudaEvent_t e0, e1;
@@ -410,6 +469,8 @@ int main() {
         }
         return v;
     };
+    std::vector<int> discard_lens = random_lens(160, 130);
+    discard_lens[0] = 130, discard_lens[1] = -1, discard_lens[2] = 0;  // the longest, an invalid one, one token
     const Case cases[] = {
         {"many sequences (several items per CTA)", 420, 64, 190, random_lens(420, 190), true, 0, 0, 1.f, 1.f},
         {"many sequences, split in two", 150, 64, 700, random_lens(150, 700), true, 0, 0, 1.f, 1.f},
@@ -423,6 +484,11 @@ int main() {
         {"16 heads, padded strides", 3, 16, 150, {150, 20, 99}, true, 24, 8, 1.f, 1.f},
         {"80 heads, other magnitudes", 3, 80, 180, {180, 64, 0}, true, 0, 0, 3.f, 0.25f},
         {"small magnitudes", 2, 128, 129, {129, 100}, true, 0, 0, 0.05f, 0.1f},
+        // q as the layer leaves it (dirty in L2, stale in DRAM), discard_q asked: honoured with one split ...
+        {"discarded q, one split", 160, 64, 130, discard_lens, true, 0, 0, 1.f, 1.f, true},
+        // ... and refused where q is read more than once (splits) or its rows are padded
+        {"discarded q asked, split (refused)", 1, 128, 3000, {3000}, true, 0, 0, 1.f, 1.f, true},
+        {"discarded q asked, padded q (refused)", 3, 16, 150, {150, 20, 99}, true, 24, 8, 1.f, 1.f, true},
     };
     const char *timing = getenv("LATTE_ATTN_TIMING");
     if (!timing || atoi(timing) != 2)
@@ -431,8 +497,9 @@ int main() {
         const int lens[] = {512, 1024, 2048, 4096, 6144};
         Big m;
         big_alloc(m, 6144, sms);
-        printf("timing (batch 128, 128 heads; median of 15 launches, each after a %zu MB read-only L2 flush):\n",
-               m.flush_bytes >> 20);
+        static const char *const flush_names[] = {"read-only L2 flush", "write (L2 left dirty)", "nothing (back to back)"};
+        printf("timing (batch 128, 128 heads, data std q %.3g cache %.3g; median of 15 launches, each after a %zu MB %s):\n",
+               m.q_scale, m.c_scale, m.flush_bytes >> 20, flush_names[m.flush_mode]);
         for (int rot = 1; rot >= 0; rot--)
             for (int L : lens) {
                 if (!rot && L != 4096) continue;

@@ -90,8 +90,7 @@ static size_t extent(int64_t rows, int64_t ld, int batch, int64_t bs, int64_t co
 }
 
 static GemmProblem make_problem(const Shape &s, const Buffers &b) {
-    GemmProblem p;
-    memset(&p, 0, sizeof p);
+    GemmProblem p{};
     p.A = b.A;
     p.lda = s.lda;
     p.batch_stride_a = s.sa;
@@ -313,6 +312,71 @@ static void pdl_pair_check(bool pdl = true, bool separate = false) {
     release(b2);
 }
 
+__global__ void copy_u16_kernel(uint16_t *dst, const uint16_t *src, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = src[i];
+}
+
+// GemmProblem::discard_a. A is written the way the layer's attention leaves o_lat: stale values (NaN) in DRAM, the
+// real ones dirty in L2 (a kernel's stores after an L2 flush), with a 64-column padding after each row and guard rows
+// past M holding a sentinel. Honoured (one n-tile): C exact and every value outside A's [M][K] box still the
+// sentinel (a dropped line outside it would read stale). Refused (bn 64: two n-tiles read each line): C exact (a
+// discard there would feed the other n-tile stale NaN).
+static void discard_check(int64_t M, int batch, const GemmSm90Config &cf, bool honoured) {
+    const int N = 128, K = 512;
+    Shape s = normalize(Shape{"discard", M, N, K, batch, (int64_t)batch * K + 64, K, 0, 0, 0, 0});
+    Buffers b = alloc(s);
+    cudaFree(b.A);
+    const size_t guard = 8 * (size_t)s.lda, na = b.na + guard;  // 8 rows past the last
+    CK(cudaMalloc(&b.A, na * 2));
+    GemmProblem p = make_problem(s, b);
+    p.discard_a = 1;
+    // fresh: small integers inside the [z][m][k] box, 0x3f80 (1.0) elsewhere; stale: NaN everywhere
+    std::vector<uint16_t> fresh(na, 0x3f80), stale(na, 0x7fc1);
+    std::vector<char> inside(na, 0);
+    for (int z = 0; z < batch; z++)
+        for (int64_t m = 0; m < M; m++)
+            for (int k = 0; k < K; k++) {
+                const size_t at = (size_t)(z * s.sa + m * s.lda + k);
+                inside[at] = 1;
+                fresh[at] = f_to_bf16_rne((float)((int)(rng() % 7) - 3));
+            }
+    uint16_t *d_fresh;
+    CK(cudaMalloc(&d_fresh, na * 2));
+    CK(cudaMemcpy(d_fresh, fresh.data(), na * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(b.A, stale.data(), na * 2, cudaMemcpyHostToDevice));
+    fill(b.B, b.nb, 3, 1.0f);
+    int l2 = 0;
+    CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+    bf16 *flush;
+    CK(cudaMalloc(&flush, (size_t)l2 * 3));
+    CK(cudaMemset(flush, 0, (size_t)l2 * 3));
+    flush_l2(flush, (size_t)l2 * 3);  // the stale values reach DRAM
+    copy_u16_kernel<<<256, 256>>>((uint16_t *)b.A, d_fresh, na);
+    ref_kernel<<<(unsigned)((M * N * batch + 255) / 256), 256>>>(p, b.ref);  // before the GEMM: A is undefined after
+    poison_bf16_kernel<<<1024, 256>>>(b.C, b.nc);
+    CK(gemm_sm90_launch(p, cf, g_sms, g_partial, g_counters, false, 0));
+    CK(cudaDeviceSynchronize());
+    char what[96];
+    snprintf(what, sizeof what, "discard_a bn %d %s (%s)", cf.bn, cf.stream_k ? "stream-K" : "whole",
+             honoured ? "honoured" : "refused: two n-tiles");
+    compare(what, s, b, true);
+    counters_zero_check(what);
+    std::vector<uint16_t> back(na);
+    CK(cudaMemcpy(back.data(), b.A, na * 2, cudaMemcpyDeviceToHost));
+    size_t outside_bad = 0, dropped = 0, in_box = 0;
+    for (size_t i = 0; i < na; i++) {
+        if (!inside[i]) outside_bad += back[i] != 0x3f80;
+        else in_box++, dropped += back[i] != fresh[i];
+    }
+    CHECK(outside_bad == 0, "%s: %zu values of A outside its box changed (a line outside it was discarded)", what,
+          outside_bad);
+    printf("%s (M %lld, batch %d): checked; A values reading stale afterwards (dropped unwritten): %zu of %zu\n", what,
+           (long long)M, batch, dropped, in_box);
+    cudaFree(d_fresh), cudaFree(flush);
+    release(b);
+}
+
 // median µs of every candidate configuration on shape s (each launch after an L2 flush), and the dev_flags
 // experiments on the chosen one; weight bytes / time
 static void time_shape(const Shape &s0, bf16 *flush, size_t flush_bytes) {
@@ -442,6 +506,9 @@ int main() {
         run_shape(s, !strcmp(s.name, "down") || !strcmp(s.name, "w_uk"), true);
     }
     pdl_pair_check();
+    discard_check(128, 16, GemmSm90Config{128, false, 0}, true);
+    discard_check(77, 5, GemmSm90Config{128, true, 0}, true);
+    discard_check(128, 16, GemmSm90Config{64, false, 0}, false);
 
     if (getenv("LATTE_GEMM_TIMING")) {  // (not under ctest: other tests share the GPU there)
         int l2 = 0;

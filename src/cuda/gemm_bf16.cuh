@@ -30,6 +30,11 @@ struct GemmProblem {
     int N, K;                      // multiples of 64
     int batch;                     // z
     int split;                     // K splits (from gemm_choose_split), >= 1
+    // 1: A is scratch nothing reads after this GEMM (e.g. the layer's o_lat before W_UV): the sm90 kernel drops A's
+    // lines from L2 unwritten (discard.global.L2) once their wgmma are done, where each line of A is read once
+    // (one n-tile, K a multiple of 64, 128-byte aligned rows); A's contents are undefined afterwards. Other
+    // GEMMs ignore it (a hint: it never changes C).
+    int discard_a = 0;
 };
 
 // Per-device facts the tiling decisions use (filled once at plan creation by gemm_bf16_setup).

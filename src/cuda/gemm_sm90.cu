@@ -72,6 +72,10 @@ struct GemmSm90Params {
     int c_vec;                           // C, ldc and batch_stride_c allow 16-byte stores of 8 columns
     float *partial;                      // [grid][2][kBM * bn]
     int *counters;                       // [tiles]
+    // GemmProblem::discard_a where the launcher found it honoured: A's base, row and batch strides in bytes (each
+    // 64-column box row of A is one 128-byte line); null: A is left as it is
+    const char *a_discard;
+    int64_t a_row_bytes, a_batch_bytes;
 };
 
 #if LATTE_PTX_SM90A  // the device-only part (the sm_80 image and the host pass do not see it)
@@ -216,6 +220,14 @@ __global__ void __launch_bounds__(kThreads, 1)
         while (seg.next(p, tile, k_lo, k_hi, whole)) {
 #pragma unroll
             for (int i = 0; i < BN / 2; i++) acc[i] = 0.0f;
+            // discard_a: lane l < 16 of the warp drops row 16q + l of its warpgroup's 64 (if below M), one line a stage
+            const char *a_line = nullptr;
+            if (p.a_discard && lane < 16) {
+                int m0, n0, z;
+                tile_coords(tile, m0, n0, z);
+                const int64_t m = (int64_t)m0 + 64 * wg + 16 * q + lane;
+                if (m < p.M) a_line = p.a_discard + (int64_t)z * p.a_batch_bytes + m * p.a_row_bytes;
+            }
             for (int k = k_lo; k < k_hi; k++, n++) {
                 const int s = n % T::kStages;
                 ptx::mbarrier_wait(full0 + 8u * s, (uint32_t)((n / T::kStages) & 1));
@@ -231,6 +243,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 // stream: the arithmetic of a stage takes about half the time its bytes take to arrive)
                 ptx::wgmma_wait<0>();
                 if (lane == 0) ptx::mbarrier_arrive(empty0 + 8u * s);
+                if (a_line) ptx::discard_l2(a_line + (int64_t)k * (kBK * 2));  // its bytes are in smem, read for good
             }
 
             if (!whole && !(p.dev_flags & 128)) {
@@ -510,6 +523,13 @@ cudaError_t gemm_sm90_launch(const GemmProblem &p, const GemmSm90Config &cfg, in
     k.c_vec = reinterpret_cast<uintptr_t>(p.C) % 16 == 0 && p.ldc % 8 == 0 && (p.batch == 1 || p.batch_stride_c % 8 == 0);
     k.partial = partial;
     k.counters = counters;
+    // A's lines are discarded only where each is read by one CTA once: one n-tile (stream-K splits k, not lines),
+    // whole 128-byte lines per box row (K a multiple of 64, A and its strides 128-byte aligned)
+    const bool discard = p.discard_a && s.n_tiles == 1 && p.K % kBK == 0 && reinterpret_cast<uintptr_t>(p.A) % 128 == 0 &&
+                         p.lda % 64 == 0 && (p.batch == 1 || p.batch_stride_a % 64 == 0);
+    k.a_discard = discard ? reinterpret_cast<const char *>(p.A) : nullptr;
+    k.a_row_bytes = p.lda * 2;
+    k.a_batch_bytes = p.batch_stride_a * 2;
     switch (cfg.bn) {
         case 64: return launch<64>(a_map, b_map, k, s.grid, pdl, stream);
         case 128: return launch<128>(a_map, b_map, k, s.grid, pdl, stream);

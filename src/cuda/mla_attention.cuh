@@ -52,6 +52,12 @@ struct MlaAttentionParams {
 
     // final output: o_lat[b][h][:] = sum_t p[h][t] * c[t], bf16, rows of 512, [batch][n_heads][512] packed
     __nv_bfloat16 *o_lat;
+
+    // 1: q is scratch that nothing reads after this launch (the layer's q_attn): the Hopper kernel drops each item's
+    // queries from L2 unwritten (discard.global.L2) once they are in shared memory, so the dirty lines the query
+    // kernel left cost no DRAM write. Honoured only where each query row is read once (one split) and q is packed
+    // with 128-byte aligned rows; q's contents are undefined afterwards. 0: q is left as it is.
+    int discard_q = 0;
 };
 
 // Choose n_splits / split_len for (batch, n_heads, max_cache_len) on a device with sm_count SMs from a cost model

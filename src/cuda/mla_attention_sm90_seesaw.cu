@@ -611,6 +611,11 @@ __global__ void __launch_bounds__(kThreads, 1)
             issue_q(cur);
         }
         ptx::mbarrier_wait(q_bar, items_done & 1u);  // this item's Q
+        if (p.discard_q) {  // ... is in shared memory and no CTA reads it again: its lines leave L2 without a DRAM write
+            const char *q_item =
+                reinterpret_cast<const char *>(p.q + (int64_t)cur.b * p.q_batch_stride + (int64_t)cur.head0 * kMlaRow);
+            for (int i = tid; i < cur.heads * (kMlaRow * 2 / 128); i += kThreads) ptx::discard_l2(q_item + 128 * i);
+        }
         if (items_done < kTraceItems) stamp(1 + 3 * items_done);
         // Each pair: both warpgroups publish the row max of their S and take the pair's max M' = max(M, both) (the
         // same floats on both sides: the same result); each then exponentiates its own S against M', stores its P,
@@ -917,7 +922,12 @@ cudaError_t mla_attention_seesaw_item_trace_clear() {
 }
 #endif
 
-cudaError_t mla_attention_seesaw_launch(const MlaAttentionParams &p, int device, cudaStream_t stream) {
+cudaError_t mla_attention_seesaw_launch(const MlaAttentionParams &p_in, int device, cudaStream_t stream) {
+    MlaAttentionParams p = p_in;
+    // q's lines are discarded only where each is read once (one split) and an item's queries are whole lines
+    // (packed heads of 1152 bytes = 9 lines, 128-byte aligned rows)
+    p.discard_q = p_in.discard_q && p.n_splits == 1 && p.q_head_stride == kMlaRow &&
+                  reinterpret_cast<uintptr_t>(p.q) % 128 == 0 && (p.batch == 1 || p.q_batch_stride % 64 == 0);
     CUtensorMap map, q_map, o_map;
     if (!encode_kv_map(p, &map) || !encode_q_map(p, &q_map) || !encode_o_map(p, &o_map)) return cudaErrorNotSupported;
 #if defined(LATTE_DEV_EXPERIMENTS)

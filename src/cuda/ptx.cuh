@@ -23,6 +23,11 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
+// discard.global.L2: drop the 128-byte line at ptr (128-byte aligned) from L2 without writing it back; its contents
+// become undefined. For scratch a kernel has read for the last time: a dirty line then costs no DRAM write.
+__device__ __forceinline__ void discard_l2(const void *ptr) {
+    asm volatile("discard.global.L2 [%0], 128;\n" ::"l"(ptr) : "memory");
+}
 // Hint: bring the 128-byte line holding ptr into L1 (never faults).
 __device__ __forceinline__ void prefetch_l1(const void *ptr) { asm volatile("prefetch.global.L1 [%0];\n" ::"l"(ptr)); }
 // 16 bytes of read-only global memory, loaded where this statement stands: a volatile asm stays in order with the
