@@ -10,13 +10,17 @@
 //   ldg      grid-stride uint4 loads, 8 warps per CTA, 8 CTAs per SM
 //   tma S×X/c  persistent, c CTAs per SM, each a producer thread issuing 1-D bulk copies of X KB into S stages and one
 //            consumer warp that waits for each stage and frees it (each CTA streams one contiguous share)
-// Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc bench/probes/tma_stream.cu -o tma_stream
+//   tile     (argv[2] = "tile"): the GEMMs' weight stream, 2-D boxes in their order and in wider-per-row orders
+// Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -DLATTE_HAVE_SM90A=1 -Isrc bench/probes/tma_stream.cu
+//        src/cuda/tma.cu -o tma_stream
 #include "cuda/ptx.cuh"
+#include "cuda/tma.cuh"
 
 #include <cuda_runtime.h>
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <algorithm>
 #include <vector>
@@ -73,6 +77,45 @@ __global__ void __launch_bounds__(64, 1) tma_kernel(const char *__restrict__ src
 #endif
 }
 
+// The weight stream of the fused query kernel (mla_q_absorb_sm90.cu) and of gemm_sm90.cu: CTA c owns rows
+// [c·R, (c+1)·R) of a row-major [rows][K] bf16 matrix and reads them in boxes of 64 columns (128 bytes, the swizzle's
+// width) × box_rows rows by a 3-D tensor map; a stage is kb such boxes, the same rows at kb consecutive column
+// offsets. kb 1, box_rows R is the kernels' order (each stage visits every row for 128 bytes); larger kb with fewer
+// rows per stage visits each row for kb × 128 bytes at a time (as many bytes a stage).
+__global__ void __launch_bounds__(64, 1) tile_kernel(const __grid_constant__ CUtensorMap map, int rows_per_cta, int k_boxes,
+                                                    int box_rows, int kb, int stages) {
+#if LATTE_PTX_SM90A
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const uint32_t raw = ptx::smem_u32(smem_raw);
+    const uint32_t base = (raw + 1023u) & ~1023u;
+    const uint32_t stage = (uint32_t)(kb * box_rows * 128);
+    const uint32_t full0 = base + (uint32_t)stages * stage, empty0 = full0 + 8u * stages;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; s++) ptx::mbarrier_init(full0 + 8u * s, 1), ptx::mbarrier_init(empty0 + 8u * s, 1);
+        ptx::fence_mbarrier_init();
+    }
+    __syncthreads();
+    const int row_blocks = rows_per_cta / box_rows, iters = k_boxes / kb * row_blocks;
+    if (threadIdx.x == 32) {  // producer
+        const uint64_t pol = ptx::l2_policy_evict_first();
+        for (int n = 0; n < iters; n++) {
+            const int s = n % stages, kg = n / row_blocks, rb = n % row_blocks;
+            if (n >= stages) ptx::mbarrier_wait(empty0 + 8u * s, (uint32_t)((n / stages - 1) & 1));
+            ptx::mbarrier_arrive_expect_tx(full0 + 8u * s, stage);
+            for (int j = 0; j < kb; j++)
+                ptx::tma_load_3d_hint(base + (uint32_t)s * stage + (uint32_t)(j * box_rows * 128), &map, (kg * kb + j) * 64,
+                                      (int)blockIdx.x * rows_per_cta + rb * box_rows, 0, full0 + 8u * s, pol);
+        }
+    } else if (threadIdx.x == 0) {  // consumer
+        for (int n = 0; n < iters; n++) {
+            const int s = n % stages;
+            ptx::mbarrier_wait(full0 + 8u * s, (uint32_t)((n / stages) & 1));
+            ptx::mbarrier_arrive(empty0 + 8u * s);
+        }
+    }
+#endif
+}
+
 int main(int argc, char **argv) {
     const size_t bytes = argc > 1 ? (size_t)atof(argv[1]) * 1e6 : 235ull << 20;
     int sms = 0, l2 = 0;
@@ -111,6 +154,34 @@ int main(int argc, char **argv) {
         const double us = ms[ms.size() / 2] * 1e3;
         printf("  %-28s %8.1f us  %5.2f TB/s\n", name, us, streamed / us * 1e-6);
     };
+    if (argc > 2 && !strcmp(argv[2], "tile")) {  // the weight stream's box order: tma_stream MB tile [R] [K]
+        const int R = argc > 3 ? atoi(argv[3]) : 192, K = argc > 4 ? atoi(argv[4]) : 1536;
+        const int ctas = (int)(bytes / ((size_t)R * K * 2));
+        const uint64_t dims[3] = {(uint64_t)K, (uint64_t)ctas * R, 1}, str[2] = {(uint64_t)K * 2, (uint64_t)K * 2 * ctas * R};
+        struct T { int box_rows, kb, stages; };
+        const T ts[] = {{R, 1, 5}, {R, 1, 8}, {R / 2, 2, 5}, {R / 4, 4, 5}, {R / 8, 8, 5}, {R / 2, 2, 8}, {R / 4, 4, 8}};
+        for (const T &t : ts) {
+            CUtensorMap map;
+            const uint32_t box[3] = {64, (uint32_t)t.box_rows, 1};
+            if (!tma_encode_bf16_3d(&map, buf, dims, str, box)) {
+                printf("  tile: encode failed for %d rows\n", t.box_rows);
+                continue;
+            }
+            const size_t smem = (size_t)t.stages * t.kb * t.box_rows * 128 + 16 * t.stages + 1024;
+            CK(cudaFuncSetAttribute(tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            char name[80];
+            snprintf(name, sizeof name, "tile %3d rows x %d boxes, %d stages", t.box_rows, t.kb, t.stages);
+            time_it(name, (size_t)ctas * R * K * 2,
+                    [&] { tile_kernel<<<ctas, 64, smem>>>(map, R, K / 64, t.box_rows, t.kb, t.stages); });
+        }
+        {  // the same bytes as one contiguous share per CTA (1-D bulk copies, 5 stages of 24 KB)
+            const uint32_t stage = 24u << 10;
+            const size_t smem = 5 * stage + 16 * 5, share = (size_t)R * K * 2 / stage * stage;
+            CK(cudaFuncSetAttribute(tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            time_it("contiguous 5x24 KB", share * ctas, [&] { tma_kernel<<<ctas, 64, smem>>>(buf, share, stage, 5, 1); });
+        }
+        return 0;
+    }
     time_it("ldg (8 CTAs x 256 / SM)", bytes, [&] { ldg_kernel<<<sms * 8, 256>>>((const uint4 *)buf, bytes / 16, out); });
     time_it("ldg (32 CTAs x 256 / SM)", bytes, [&] { ldg_kernel<<<sms * 32, 256>>>((const uint4 *)buf, bytes / 16, out); });
     struct Cfg { int stages; uint32_t stage_kb; int per_sm; int evict_first; };
