@@ -45,6 +45,29 @@ static inline void l2_flush(void *buf, size_t bytes) {
     l2_flush_kernel<<<1024, 512>>>((const uint4 *)buf, bytes / 16, (unsigned *)((char *)buf + bytes / 2));
 }
 
+__global__ void copy_u16_kernel(uint16_t *dst, const uint16_t *src, size_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = src[i];
+}
+// n 16-bit values at dst the way a producer kernel leaves its output for the next kernel: `stale` in DRAM (written,
+// then pushed out of L2 by a read-only flush of 3× L2), `fresh` over it as dirty lines in L2 (a kernel's stores).
+// A line a later kernel drops from L2 unwritten (discard.global.L2) then reads back stale.
+static inline void write_dirty_over_stale(void *dst, const uint16_t *fresh, const uint16_t *stale, size_t n) {
+    uint16_t *d_fresh = nullptr;
+    void *flush = nullptr;
+    int l2 = 0;
+    CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+    CK(cudaMalloc(&d_fresh, n * 2));
+    CK(cudaMalloc(&flush, (size_t)l2 * 3));
+    CK(cudaMemset(flush, 0, (size_t)l2 * 3));
+    CK(cudaMemcpy(d_fresh, fresh, n * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dst, stale, n * 2, cudaMemcpyHostToDevice));
+    l2_flush(flush, (size_t)l2 * 3);
+    copy_u16_kernel<<<256, 256>>>((uint16_t *)dst, d_fresh, n);
+    CK(cudaDeviceSynchronize());
+    cudaFree(d_fresh), cudaFree(flush);
+}
+
 // n bf16 values from a hash of (index, seed): integers in [-int_range, int_range] (exact in any sum below 2^24), or
 // with int_range 0 a sum of four uniforms, ~normal with standard deviation `scale`.
 __global__ void fill_bf16_kernel(__nv_bfloat16 *p, size_t n, uint64_t seed, int int_range, float scale) {

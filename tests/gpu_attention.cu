@@ -76,11 +76,6 @@ struct Case {
     bool discard_q = false;  // MlaAttentionParams::discard_q (see run_case)
 };
 
-__global__ void copy_u16_kernel(uint16_t *dst, const uint16_t *src, size_t n) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        dst[i] = src[i];
-}
-
 static void run_case(const Case &k, int sms) {
     const int B = k.batch, H = k.n_heads, L = k.max_cache_len;
     const int64_t q_head = 576 + k.q_pad, q_batch = (int64_t)H * q_head;
@@ -115,19 +110,7 @@ static void run_case(const Case &k, int sms) {
         std::vector<uint16_t> stale(q.size() + 2 * kGuard, kNaN), fresh(q.size() + 2 * kGuard, 0x2222);
         for (size_t i = 0; i < kGuard; i++) stale[i] = stale[stale.size() - 1 - i] = 0x1111;
         std::copy(q.begin(), q.end(), fresh.begin() + kGuard);
-        uint16_t *d_fresh = nullptr;
-        CK(cudaMalloc(&d_fresh, fresh.size() * 2));
-        CK(cudaMemcpy(d_fresh, fresh.data(), fresh.size() * 2, cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(d_q_alloc, stale.data(), stale.size() * 2, cudaMemcpyHostToDevice));
-        int l2 = 0;
-        CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-        void *flush = nullptr;
-        CK(cudaMalloc(&flush, (size_t)l2 * 3));
-        CK(cudaMemset(flush, 0, (size_t)l2 * 3));
-        l2_flush(flush, (size_t)l2 * 3);  // the stale values reach DRAM
-        copy_u16_kernel<<<256, 256>>>((uint16_t *)d_q_alloc, d_fresh, fresh.size());
-        CK(cudaDeviceSynchronize());
-        cudaFree(flush), cudaFree(d_fresh);
+        write_dirty_over_stale(d_q_alloc, fresh.data(), stale.data(), fresh.size());
     } else {
         CK(cudaMemcpy(d_q, q.data(), q.size() * 2, cudaMemcpyHostToDevice));
     }

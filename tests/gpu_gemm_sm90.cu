@@ -312,11 +312,6 @@ static void pdl_pair_check(bool pdl = true, bool separate = false) {
     release(b2);
 }
 
-__global__ void copy_u16_kernel(uint16_t *dst, const uint16_t *src, size_t n) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        dst[i] = src[i];
-}
-
 // GemmProblem::discard_a. A is written the way the layer's attention leaves o_lat: stale values (NaN) in DRAM, the
 // real ones dirty in L2 (a kernel's stores after an L2 flush), with a 64-column padding after each row and guard rows
 // past M holding a sentinel. Honoured (one n-tile): C exact and every value outside A's [M][K] box still the
@@ -341,18 +336,8 @@ static void discard_check(int64_t M, int batch, const GemmSm90Config &cf, bool h
                 inside[at] = 1;
                 fresh[at] = f_to_bf16_rne((float)((int)(rng() % 7) - 3));
             }
-    uint16_t *d_fresh;
-    CK(cudaMalloc(&d_fresh, na * 2));
-    CK(cudaMemcpy(d_fresh, fresh.data(), na * 2, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(b.A, stale.data(), na * 2, cudaMemcpyHostToDevice));
     fill(b.B, b.nb, 3, 1.0f);
-    int l2 = 0;
-    CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-    bf16 *flush;
-    CK(cudaMalloc(&flush, (size_t)l2 * 3));
-    CK(cudaMemset(flush, 0, (size_t)l2 * 3));
-    flush_l2(flush, (size_t)l2 * 3);  // the stale values reach DRAM
-    copy_u16_kernel<<<256, 256>>>((uint16_t *)b.A, d_fresh, na);
+    write_dirty_over_stale(b.A, fresh.data(), stale.data(), na);
     ref_kernel<<<(unsigned)((M * N * batch + 255) / 256), 256>>>(p, b.ref);  // before the GEMM: A is undefined after
     poison_bf16_kernel<<<1024, 256>>>(b.C, b.nc);
     CK(gemm_sm90_launch(p, cf, g_sms, g_partial, g_counters, false, 0));
@@ -373,7 +358,6 @@ static void discard_check(int64_t M, int batch, const GemmSm90Config &cf, bool h
           outside_bad);
     printf("%s (M %lld, batch %d): checked; A values reading stale afterwards (dropped unwritten): %zu of %zu\n", what,
            (long long)M, batch, dropped, in_box);
-    cudaFree(d_fresh), cudaFree(flush);
     release(b);
 }
 

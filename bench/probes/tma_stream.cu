@@ -45,6 +45,17 @@ __global__ void ldg_kernel(const uint4 *__restrict__ p, size_t n16, unsigned *ou
     if (x == 0x12345678u) out[0] = x;  // keeps the loads
 }
 
+#if LATTE_PTX_SM90A
+// the consumer of a ring: waits for each stage to land and frees it at once (no arithmetic)
+__device__ void consume(uint32_t full0, uint32_t empty0, int iters, int stages) {
+    for (int n = 0; n < iters; n++) {
+        const int s = n % stages;
+        ptx::mbarrier_wait(full0 + 8u * s, (uint32_t)((n / stages) & 1));
+        ptx::mbarrier_arrive(empty0 + 8u * s);
+    }
+}
+#endif
+
 // stages of `stage` bytes, CTA c streams bytes [c·share, (c+1)·share)
 __global__ void __launch_bounds__(64, 1) tma_kernel(const char *__restrict__ src, size_t share, uint32_t stage, int stages,
                                                    int evict_first) {
@@ -67,12 +78,8 @@ __global__ void __launch_bounds__(64, 1) tma_kernel(const char *__restrict__ src
             ptx::mbarrier_arrive_expect_tx(full0 + 8u * s, stage);
             ptx::bulk_load_hint(base + (uint32_t)s * stage, my + (size_t)n * stage, stage, full0 + 8u * s, pol);
         }
-    } else if (threadIdx.x == 0) {  // consumer
-        for (int n = 0; n < iters; n++) {
-            const int s = n % stages;
-            ptx::mbarrier_wait(full0 + 8u * s, (uint32_t)((n / stages) & 1));
-            ptx::mbarrier_arrive(empty0 + 8u * s);
-        }
+    } else if (threadIdx.x == 0) {
+        consume(full0, empty0, iters, stages);
     }
 #endif
 }
@@ -106,12 +113,8 @@ __global__ void __launch_bounds__(64, 1) tile_kernel(const __grid_constant__ CUt
                 ptx::tma_load_3d_hint(base + (uint32_t)s * stage + (uint32_t)(j * box_rows * 128), &map, (kg * kb + j) * 64,
                                       (int)blockIdx.x * rows_per_cta + rb * box_rows, 0, full0 + 8u * s, pol);
         }
-    } else if (threadIdx.x == 0) {  // consumer
-        for (int n = 0; n < iters; n++) {
-            const int s = n % stages;
-            ptx::mbarrier_wait(full0 + 8u * s, (uint32_t)((n / stages) & 1));
-            ptx::mbarrier_arrive(empty0 + 8u * s);
-        }
+    } else if (threadIdx.x == 0) {
+        consume(full0, empty0, iters, stages);
     }
 #endif
 }
