@@ -681,21 +681,22 @@ static void env_checks(void) {
         latte_mla_plan_destroy(plan);
     }
     restore_q_fused_env();
-    /* LATTE_MLA_APPEND_IN_Q: "0" / "1" work, anything else fails with INVALID_ARGUMENT naming it */
+    /* the A/B switches read at plan creation: "0" / "1" work, anything else fails with INVALID_ARGUMENT naming it */
     {
+        const char *names[] = {"LATTE_MLA_APPEND_IN_Q", "LATTE_MLA_DISCARD", "LATTE_MLA_UV_EARLY"};
         const char *vals[] = {"0", "1", "no"};
-        for (int i = 0; i < 3; i++) {
-            setenv("LATTE_MLA_APPEND_IN_Q", vals[i], 1);
-            latte_mla_plan plan = NULL;
-            const latte_status st = latte_mla_plan_create(&plan, &cfg, &w, LATTE_BACKEND_CUDA, NULL);
-            unsetenv("LATTE_MLA_APPEND_IN_Q");
-            const latte_status want = i < 2 ? LATTE_STATUS_SUCCESS : LATTE_STATUS_INVALID_ARGUMENT;
-            CHECK(st == want && (st == LATTE_STATUS_SUCCESS || (plan == NULL && strstr(latte_last_error(),
-                                                                                        "LATTE_MLA_APPEND_IN_Q"))),
-                  "env LATTE_MLA_APPEND_IN_Q=\"%s\": %s (%s), expected %s", vals[i], latte_status_string(st),
-                  latte_last_error(), latte_status_string(want));
-            latte_mla_plan_destroy(plan);
-        }
+        for (int n = 0; n < 3; n++)
+            for (int i = 0; i < 3; i++) {
+                setenv(names[n], vals[i], 1);
+                latte_mla_plan plan = NULL;
+                const latte_status st = latte_mla_plan_create(&plan, &cfg, &w, LATTE_BACKEND_CUDA, NULL);
+                unsetenv(names[n]);
+                const latte_status want = i < 2 ? LATTE_STATUS_SUCCESS : LATTE_STATUS_INVALID_ARGUMENT;
+                CHECK(st == want && (st == LATTE_STATUS_SUCCESS || (plan == NULL && strstr(latte_last_error(), names[n]))),
+                      "env %s=\"%s\": %s (%s), expected %s", names[n], vals[i], latte_status_string(st),
+                      latte_last_error(), latte_status_string(want));
+                latte_mla_plan_destroy(plan);
+            }
     }
     for (int i = 0; i < 5; i++) cudaFree(d[i]);
 }

@@ -58,6 +58,13 @@ struct MlaAttentionParams {
     // kernel left cost no DRAM write. Honoured only where each query row is read once (one split) and q is packed
     // with 128-byte aligned rows; q's contents are undefined afterwards. 0: q is left as it is.
     int discard_q = 0;
+
+    // 1: the kernel that follows on the stream was launched with programmatic dependent launch and waits
+    // (griddepcontrol.wait) before it reads anything this launch writes (the layer's sm90 W_UV GEMM): the Hopper
+    // kernel lets it launch at once, so its CTAs take the SMs the attention's CTAs leave and load their first weight
+    // stages during the attention's tail. 0: the next kernel launches when this grid completes. A hint: never changes
+    // a result (a kernel launched without the attribute ignores it).
+    int launch_dependents = 0;
 };
 
 // Choose n_splits / split_len for (batch, n_heads, max_cache_len) on a device with sm_count SMs from a cost model

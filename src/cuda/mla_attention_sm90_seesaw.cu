@@ -289,6 +289,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         ptx::fence_mbarrier_init();
     }
     __syncthreads();  // the mbarriers are initialized
+    // the next kernel (the layer's W_UV GEMM) may launch now: its CTAs can only take an SM this grid has left (shared
+    // memory), and there they load their weights' first stages before waiting for this grid to complete
+    if (p.launch_dependents) ptx::griddep_launch_dependents();
     // the first item's Q and first two tiles; a later item's are issued while the item before it finishes
     if (tid == 0) {
         issue_q(cur);

@@ -40,6 +40,9 @@
 //                             or LATTE_MLA_SIMPLE_GEMM=1, which ask for other engines); unset / empty: where it runs
 //   LATTE_MLA_APPEND_IN_Q=0   the cache append always by a's epilogue kernel, never folded into the fused query kernel
 //                             (unset / empty / 1: folded wherever the fused query kernel runs after a bf16 down GEMM)
+//   LATTE_MLA_DISCARD=0       dead scratch (q_attn, o_lat) stays in L2 until written back (unset / 1: dropped unwritten)
+//   LATTE_MLA_UV_EARLY=0      an sm90 W_UV launches when the attention completes (unset / 1: the attention lets it launch
+//                             at once, so its CTAs load their first weight stages on the SMs the attention leaves)
 // How each projection runs is a per-shape choice kept in the plan's shape table: a shape is (batch, x row
 // stride, y row stride), since cuBLASLt's layouts and algorithms depend on them. The first run of a shape
 // makes its entry (host work only: layouts and heuristic queries, nothing enqueued): per projection the
@@ -139,6 +142,7 @@ struct MlaCudaPlan {
     bool q_fused;                   // the fused query kernel runs on this device and the environment allows it
     bool append_in_q;               // the cache append may go into the fused query kernel (LATTE_MLA_APPEND_IN_Q)
     bool discard_scratch;           // the run's last readers of q_attn and o_lat drop them from L2 (LATTE_MLA_DISCARD)
+    bool uv_early;                  // the attention lets an sm90 W_UV launch at once (PDL) (LATTE_MLA_UV_EARLY)
     latte::LtContext lt;
     std::mutex shape_mutex;         // guards the shape table (runs of one plan may come from several threads)
     RunShape *shapes[kMaxShapes];
@@ -448,6 +452,12 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
         return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
                                "environment: LATTE_MLA_DISCARD=\"%.40s\" is neither \"0\" nor \"1\"", discard_env);
     const bool discard_scratch = !(discard_env && !strcmp(discard_env, "0"));
+    // LATTE_MLA_UV_EARLY: 0 launches the W_UV GEMM when the attention completes, for A/B timing
+    const char *uv_early_env = getenv("LATTE_MLA_UV_EARLY");
+    if (uv_early_env && uv_early_env[0] && strcmp(uv_early_env, "0") && strcmp(uv_early_env, "1"))
+        return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
+                               "environment: LATTE_MLA_UV_EARLY=\"%.40s\" is neither \"0\" nor \"1\"", uv_early_env);
+    const bool uv_early = !(uv_early_env && !strcmp(uv_early_env, "0"));
     const latte::CublasLtApi *lt_api = nullptr;
     if (want_lt) {
         const char *why = nullptr;
@@ -467,6 +477,7 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
     cp->q_fused = q_fused;
     cp->append_in_q = append_in_q;
     cp->discard_scratch = discard_scratch;
+    cp->uv_early = uv_early;
     if ((e = latte::gemm_bf16_setup(&cp->gemm))) {
         delete cp;
         return cuda_fail(e, "GEMM kernel setup");
@@ -787,6 +798,9 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
         ap.lse_partial = ap.o_partial + (size_t)L.attn_splits * (size_t)M * H * kR;
         ap.o_lat = t.o_lat;
         ap.discard_q = cp->discard_scratch ? 1 : 0;  // q_attn is dead once the attention has read it
+        // an sm90 W_UV is launched with PDL (as every sm90 launch after the run's first): its CTAs may take the SMs the
+        // attention's CTAs leave and load W_UV's first stages during the attention's tail
+        ap.launch_dependents = cp->uv_early && on_sm90[kUv] ? 1 : 0;
         if ((e = latte::mla_attention_launch(ap, stream))) return cuda_fail(e, "attention launch");
         LATTE_PHASE_CHECK("attention");
     }
@@ -1083,12 +1097,15 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
         if (best < 0) continue;  // nothing ran (cannot happen for a runnable plan): keep the untuned choice
         if (base_us >= 0.0f && best_us > 0.98f * base_us) best = 0, best_us = base_us;
         // W_UV: an sm90 launch with one n-tile drops o_lat from L2 unwritten (discard_a), which saves the DRAM write
-        // of 16.8 MB later in the run (the output projection's stream) that this timing cannot see: such a candidate
-        // within 3% of the best is taken instead (the candidates here are ties of ~16 µs on Hopper)
-        if (i == kUv && cp->discard_scratch && !(cand[best].sm90 && cand[best].sm90cfg.bn >= P[i].N)) {
+        // of 16.8 MB later in the run (the output projection's stream), and, launched early by the attention
+        // (uv_early), loads its first weight stages during the attention's tail; this timing sees neither: such a
+        // candidate within 3% (discard only) or 10% (early launch) of the best is taken instead (the candidates here
+        // are ties of ~14-16 µs on Hopper)
+        if (i == kUv && (cp->discard_scratch || cp->uv_early) && !(cand[best].sm90 && cand[best].sm90cfg.bn >= P[i].N)) {
+            const float slack = cp->uv_early ? 1.10f : 1.03f;
             int pick = -1;
             for (int k = 0; k < n; k++)
-                if (cand_us[k] >= 0.0f && cand_us[k] <= 1.03f * best_us && cand[k].sm90 && cand[k].sm90cfg.bn >= P[i].N &&
+                if (cand_us[k] >= 0.0f && cand_us[k] <= slack * best_us && cand[k].sm90 && cand[k].sm90cfg.bn >= P[i].N &&
                     (pick < 0 || cand_us[k] < cand_us[pick]))
                     pick = k;
             if (pick >= 0) best = pick, best_us = cand_us[pick];
