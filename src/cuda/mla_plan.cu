@@ -221,6 +221,20 @@ MlaLayout mla_layout(const struct latte_mla_plan_s *plan, int64_t batch, int64_t
     return L;
 }
 
+// A 0/1 switch of the environment: *out = 0 or 1, or `unset` where it is unset or empty; anything else sets an
+// INVALID_ARGUMENT error naming it and returns false.
+bool env_switch(const char *name, int unset, int *out) {
+    const char *v = getenv(name);
+    *out = unset;
+    if (!v || !v[0]) return true;
+    if (!strcmp(v, "0") || !strcmp(v, "1")) {
+        *out = v[0] - '0';
+        return true;
+    }
+    latte_set_error(LATTE_STATUS_INVALID_ARGUMENT, "environment: %s=\"%.40s\" is neither \"0\" nor \"1\"", name, v);
+    return false;
+}
+
 latte_status cuda_fail(cudaError_t e, const char *what) {
     (void)cudaGetLastError();  // clear a non-sticky error so the caller's next CUDA call is not blamed
     if (e == cudaErrorMemoryAllocation)
@@ -426,38 +440,19 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
         }
     }
     // LATTE_MLA_Q_FUSED: 0 never, 1 required, unset: where it runs
-    const char *q_fused_env = getenv("LATTE_MLA_Q_FUSED");
-    int q_fused_want = -1;
-    if (q_fused_env && q_fused_env[0]) {
-        if (!strcmp(q_fused_env, "0")) q_fused_want = 0;
-        else if (!strcmp(q_fused_env, "1")) q_fused_want = 1;
-        else
-            return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
-                                   "environment: LATTE_MLA_Q_FUSED=\"%.40s\" is neither \"0\" nor \"1\"", q_fused_env);
-    }
+    int q_fused_want, append_want, discard_want, uv_early_want;
+    if (!env_switch("LATTE_MLA_Q_FUSED", -1, &q_fused_want)) return LATTE_STATUS_INVALID_ARGUMENT;
     const bool q_fused = q_fused_want != 0 && want_sm90 && latte::mla_q_absorb_sm90_available(plan->device);
     if (q_fused_want == 1 && !q_fused)
         return latte_set_error(LATTE_STATUS_NOT_SUPPORTED,
                                "environment: LATTE_MLA_Q_FUSED=1, but the fused query kernel does not run here (it needs "
                                "compute capability 9.0 and a build with sm_90a, and LATTE_MLA_GEMM / LATTE_MLA_SIMPLE_GEMM "
                                "not asking for another engine)");
-    const char *append_env = getenv("LATTE_MLA_APPEND_IN_Q");
-    if (append_env && append_env[0] && strcmp(append_env, "0") && strcmp(append_env, "1"))
-        return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
-                               "environment: LATTE_MLA_APPEND_IN_Q=\"%.40s\" is neither \"0\" nor \"1\"", append_env);
-    const bool append_in_q = !(append_env && !strcmp(append_env, "0"));
-    // LATTE_MLA_DISCARD: 0 keeps the dead scratch (q_attn, o_lat) in L2 until it is written back, for A/B timing
-    const char *discard_env = getenv("LATTE_MLA_DISCARD");
-    if (discard_env && discard_env[0] && strcmp(discard_env, "0") && strcmp(discard_env, "1"))
-        return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
-                               "environment: LATTE_MLA_DISCARD=\"%.40s\" is neither \"0\" nor \"1\"", discard_env);
-    const bool discard_scratch = !(discard_env && !strcmp(discard_env, "0"));
-    // LATTE_MLA_UV_EARLY: 0 launches the W_UV GEMM when the attention completes, for A/B timing
-    const char *uv_early_env = getenv("LATTE_MLA_UV_EARLY");
-    if (uv_early_env && uv_early_env[0] && strcmp(uv_early_env, "0") && strcmp(uv_early_env, "1"))
-        return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
-                               "environment: LATTE_MLA_UV_EARLY=\"%.40s\" is neither \"0\" nor \"1\"", uv_early_env);
-    const bool uv_early = !(uv_early_env && !strcmp(uv_early_env, "0"));
+    // LATTE_MLA_APPEND_IN_Q, LATTE_MLA_DISCARD, LATTE_MLA_UV_EARLY: 0 turns the change off, for A/B timing
+    if (!env_switch("LATTE_MLA_APPEND_IN_Q", 1, &append_want) || !env_switch("LATTE_MLA_DISCARD", 1, &discard_want) ||
+        !env_switch("LATTE_MLA_UV_EARLY", 1, &uv_early_want))
+        return LATTE_STATUS_INVALID_ARGUMENT;
+    const bool append_in_q = append_want != 0, discard_scratch = discard_want != 0, uv_early = uv_early_want != 0;
     const latte::CublasLtApi *lt_api = nullptr;
     if (want_lt) {
         const char *why = nullptr;
