@@ -1408,11 +1408,14 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
     /* the reference convention at every length, then the production convention at 4096; first, at 512, the
      * untuned plan (the projections' heuristic / default choices), for comparison: every other case runs
      * after latte_mla_plan_tune for this batch */
-    struct Run { latte_mla_key_convention conv; int64_t len; bool untuned; };
+    /* mixed: lengths uniform in [1, len] (a fixed seed), as a serving batch has them: the attention's schedule must
+     * balance them over the SMs (the reference lengths are all equal) */
+    struct Run { latte_mla_key_convention conv; int64_t len; bool untuned; bool mixed; };
     std::vector<Run> runs;
-    runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, 512, true});
-    for (int64_t L : lens) runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, L, false});
-    runs.push_back({LATTE_MLA_KEYS_STORED_ROTATED, 4096, false});
+    runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, 512, true, false});
+    for (int64_t L : lens) runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, L, false, false});
+    runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, capacity - 1, false, true});
+    runs.push_back({LATTE_MLA_KEYS_STORED_ROTATED, 4096, false, false});
 
     latte_mla_plan plan = nullptr;
     int plan_conv = -1;
@@ -1421,8 +1424,11 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
         const Run &r = runs[ri];
         const bool rot = r.conv == LATTE_MLA_KEYS_STORED_ROTATED;
         char label[64];
-        snprintf(label, sizeof label, "len %lld%s%s", (long long)r.len, rot ? " stored-rotated" : "",
-                 r.untuned ? " untuned" : "");
+        if (r.mixed)
+            snprintf(label, sizeof label, "lens 1..%lld mixed", (long long)r.len);
+        else
+            snprintf(label, sizeof label, "len %lld%s%s", (long long)r.len, rot ? " stored-rotated" : "",
+                     r.untuned ? " untuned" : "");
         if (plan_conv != (int)r.conv) {
             latte_mla_plan_destroy(plan);
             plan = nullptr;
@@ -1478,6 +1484,15 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
             }
         }
         std::vector<int32_t> lens_host(batch, (int32_t)r.len);
+        if (r.mixed) {
+            uint64_t rs = 0x9E3779B97F4A7C15ull;
+            for (auto &l : lens_host) {
+                rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
+                l = (int32_t)(1 + rs % (uint64_t)r.len);
+            }
+        }
+        double sum_T = 0; /* tokens attended over the batch */
+        for (int32_t l : lens_host) sum_T += (double)l + 1;
         CUDA_CHECK(cudaMemcpyAsync(lens_dev, lens_host.data(), batch * sizeof(int32_t), cudaMemcpyHostToDevice, s));
         CUDA_CHECK(cudaStreamSynchronize(s));
 
@@ -1584,10 +1599,9 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
         }
 
         /* floor and rates, exactly as the oracle's floor_us, with this run's ceilings */
-        const double T = (double)r.len + 1;
         const double wbytes = 2.0 * z.weight_elems();
-        const double kv_bytes = (double)batch * T * row * 2;
-        const double attn_flops = 2.0 * batch * z.H * T * ((z.R + z.P) + z.R);
+        const double kv_bytes = sum_T * row * 2;
+        const double attn_flops = 2.0 * z.H * sum_T * ((z.R + z.P) + z.R);
         const double proj_flops = 2.0 * batch * z.weight_elems();
         const double floor_us = wbytes / ceil.copy_TBps * 1e-6 +
                                 std::max(kv_bytes / ceil.copy_TBps * 1e-6, attn_flops / ceil.gemm_TFLOPs * 1e-6);
@@ -1596,9 +1610,9 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
 
         char lkey[32];
         snprintf(lkey, sizeof lkey, "len%lld", (long long)r.len);
-        const double torch_ref = rot ? NAN : peer_number(peers, lkey, "torch_absorbed_us");
-        const double torch_rot = peer_number(peers, lkey, "torch_absorbed_prerotated_us");
-        const double fm = flashmla_anchor_us(r.len);
+        const double torch_ref = rot || r.mixed ? NAN : peer_number(peers, lkey, "torch_absorbed_us");
+        const double torch_rot = r.mixed ? NAN : peer_number(peers, lkey, "torch_absorbed_prerotated_us");
+        const double fm = r.mixed ? NAN : flashmla_anchor_us(r.len);
 
         printf("mla %s: %.1f us (floor %.1f, x%.2f), %.2f TB/s, %.0f TFLOP/s%s | %s\n", label, t.us, floor_us,
                t.us / floor_us, tbps, tflops, t.graph ? "" : " [eager]", phase_line.c_str());
@@ -1609,6 +1623,8 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
 
         JObj params, peer, rec;
         params.num("batch", (double)batch).num("cache_len", (double)r.len).num("capacity", (double)capacity)
+            .str("lengths", r.mixed ? "uniform in [1, cache_len], fixed seed" : "all equal to cache_len")
+            .num("mean_cache_len", sum_T / (double)batch - 1)
             .num("n_heads", (double)z.H).str("key_convention", rot ? "stored_rotated" : "rotated_at_read")
             .str("rope", "bf16_reference").str("projections", r.untuned ? "untuned" : "tuned").num("weight_bytes", wbytes).num("cache_bytes", kv_bytes)
             .num("attention_flops", attn_flops).num("projection_flops", proj_flops);

@@ -11,6 +11,8 @@
 //   tma S×X/c  persistent, c CTAs per SM, each a producer thread issuing 1-D bulk copies of X KB into S stages and one
 //            consumer warp that waits for each stage and frees it (each CTA streams one contiguous share)
 //   tile     (argv[2] = "tile"): the GEMMs' weight stream, 2-D boxes in their order and in wider-per-row orders
+//   ring     (argv[2] = "ring"): the fused query kernel's ring (weights + activations per stage, a consumer holding
+//            each stage a while), one shared ring against separate rings for the weights and the activations
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -DLATTE_HAVE_SM90A=1 -Isrc bench/probes/tma_stream.cu
 //        src/cuda/tma.cu -o tma_stream
 #include "cuda/ptx.cuh"
@@ -119,6 +121,68 @@ __global__ void __launch_bounds__(64, 1) tile_kernel(const __grid_constant__ CUt
 #endif
 }
 
+
+// The fused query kernel's ring (mla_q_absorb_sm90.cu): per k-iteration a weight box (64 columns × R rows of the big
+// matrix, CTA c's rows) and an activation box (64 columns × 128 rows of a small [128][K] matrix that stays in L2).
+// a_stages 0: one ring of (weights + activations) stages, as the kernel has it; else two rings, the weights w_stages
+// deep and the activations a_stages deep, each with its own producer warp. The consumer holds each iteration's stages
+// `hold` cycles after they landed (the kernel's wgmma on them) before freeing them. use_a 0: no activations.
+__global__ void __launch_bounds__(96, 1) ring_kernel(const __grid_constant__ CUtensorMap wmap,
+                                                    const __grid_constant__ CUtensorMap amap, int R, int k_iters,
+                                                    int w_stages, int a_stages, int hold, int use_a, int kb, int free_first) {
+#if LATTE_PTX_SM90A
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const uint32_t raw = ptx::smem_u32(smem_raw);
+    const uint32_t base = (raw + 1023u) & ~1023u;
+    const uint32_t wbytes = (uint32_t)(kb * R) * 128u, abytes = use_a ? 128u * 128u : 0u;
+    const bool shared_ring = a_stages == 0;
+    const uint32_t wstage = shared_ring ? wbytes + abytes : wbytes;
+    const uint32_t a_base = base + (uint32_t)w_stages * wstage;
+    const int an = shared_ring ? 0 : a_stages;
+    const uint32_t bars = a_base + (uint32_t)an * abytes;
+    const uint32_t full_w = bars, empty_w = full_w + 8u * w_stages, full_a = empty_w + 8u * w_stages,
+                   empty_a = full_a + 8u * an;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < w_stages; s++) ptx::mbarrier_init(full_w + 8u * s, 1), ptx::mbarrier_init(empty_w + 8u * s, 1);
+        for (int s = 0; s < an; s++) ptx::mbarrier_init(full_a + 8u * s, 1), ptx::mbarrier_init(empty_a + 8u * s, 1);
+        ptx::fence_mbarrier_init();
+    }
+    __syncthreads();
+    const uint64_t pol_w = ptx::l2_policy_evict_first(), pol_a = ptx::l2_policy_evict_last();
+    if (threadIdx.x == 32) {  // weights (and, in one ring, the activations)
+        for (int n = 0; n < k_iters / kb; n++) {
+            const int s = n % w_stages;
+            if (n >= w_stages) ptx::mbarrier_wait(empty_w + 8u * s, (uint32_t)((n / w_stages - 1) & 1));
+            ptx::mbarrier_arrive_expect_tx(full_w + 8u * s, shared_ring ? wbytes + abytes : wbytes);
+            for (int j = 0; j < kb; j++)
+                ptx::tma_load_3d_hint(base + (uint32_t)s * wstage + (uint32_t)(j * R * 128), &wmap, (n * kb + j) * 64,
+                                      (int)blockIdx.x * R, 0, full_w + 8u * s, pol_w);
+            if (shared_ring && use_a)
+                ptx::tma_load_3d_hint(base + (uint32_t)s * wstage + wbytes, &amap, n * 64, 0, 0, full_w + 8u * s, pol_a);
+        }
+    } else if (threadIdx.x == 64 && !shared_ring && use_a) {  // activations in their own ring
+        for (int n = 0; n < k_iters; n++) {
+            const int s = n % an;
+            if (n >= an) ptx::mbarrier_wait(empty_a + 8u * s, (uint32_t)((n / an - 1) & 1));
+            ptx::mbarrier_arrive_expect_tx(full_a + 8u * s, abytes);
+            ptx::tma_load_3d_hint(a_base + (uint32_t)s * abytes, &amap, n * 64, 0, 0, full_a + 8u * s, pol_a);
+        }
+    } else if (threadIdx.x == 0) {  // consumer
+        for (int n = 0; n < k_iters / kb; n++) {
+            const int s = n % w_stages;
+            ptx::mbarrier_wait(full_w + 8u * s, (uint32_t)((n / w_stages) & 1));
+            if (!shared_ring && use_a) ptx::mbarrier_wait(full_a + 8u * (n % an), (uint32_t)((n / an) & 1));
+            if (free_first) ptx::mbarrier_arrive(empty_w + 8u * s);
+            const long long t0 = clock64();
+            while (clock64() - t0 < hold) {
+            }
+            if (!free_first) ptx::mbarrier_arrive(empty_w + 8u * s);
+            if (!shared_ring && use_a) ptx::mbarrier_arrive(empty_a + 8u * (n % an));
+        }
+    }
+#endif
+}
+
 int main(int argc, char **argv) {
     const size_t bytes = argc > 1 ? (size_t)atof(argv[1]) * 1e6 : 235ull << 20;
     int sms = 0, l2 = 0;
@@ -157,6 +221,45 @@ int main(int argc, char **argv) {
         const double us = ms[ms.size() / 2] * 1e3;
         printf("  %-28s %8.1f us  %5.2f TB/s\n", name, us, streamed / us * 1e-6);
     };
+    if (argc > 2 && !strcmp(argv[2], "ring")) {  // the fused query kernel's ring: tma_stream MB ring [R] [K]
+        const int R = argc > 3 ? atoi(argv[3]) : 192, K = argc > 4 ? atoi(argv[4]) : 1536;
+        const int ctas = (int)(bytes / ((size_t)R * K * 2));
+        const uint64_t dims[3] = {(uint64_t)K, (uint64_t)ctas * R, 1}, str[2] = {(uint64_t)K * 2, (uint64_t)K * 2 * ctas * R};
+        const uint32_t box[3] = {64, (uint32_t)R, 1};
+        char *act;
+        CK(cudaMalloc(&act, (size_t)128 * K * 2));
+        CK(cudaMemset(act, 0x3c, (size_t)128 * K * 2));
+        const uint64_t adims[3] = {(uint64_t)K, 128, 1}, astr[2] = {(uint64_t)K * 2, (uint64_t)K * 2 * 128};
+        const uint32_t abox[3] = {64, 128, 1};
+        CUtensorMap wmap, amap;
+        if (!tma_encode_bf16_3d(&wmap, buf, dims, str, box) || !tma_encode_bf16_3d(&amap, act, adims, astr, abox)) {
+            printf("  ring: encode failed\n");
+            return 1;
+        }
+        // w_stages, a_stages, use_a, kb (weight boxes a stage), hold (cycles a stage), free_first (free, then hold)
+        struct T { int w_stages, a_stages, use_a, kb, hold, free_first; };
+        const T ts[] = {{5, 0, 1, 1, 0, 0},    {5, 0, 1, 1, 900, 0},  {5, 0, 1, 1, 900, 1},  {3, 0, 0, 1, 900, 0},
+                        {4, 0, 0, 1, 900, 0},  {5, 0, 0, 1, 900, 0},  {8, 0, 0, 1, 900, 0},  {8, 0, 0, 1, 900, 1},
+                        {5, 0, 0, 1, 450, 0},  {5, 0, 0, 1, 600, 0},  {5, 0, 0, 1, 1200, 0}, {4, 0, 0, 2, 1800, 0},
+                        {4, 0, 0, 2, 0, 0},    {2, 0, 0, 4, 0, 0},    {5, 0, 1, 1, 1500, 0}, {5, 0, 1, 1, 1500, 1}};
+        for (const T &t : ts) {
+            const size_t wst = (size_t)t.kb * R * 128 + (t.a_stages == 0 && t.use_a ? 128 * 128 : 0);
+            const size_t smem = t.w_stages * wst + (size_t)t.a_stages * 128 * 128 + 32 * (t.w_stages + t.a_stages) + 1024;
+            if (smem > 232448) continue;
+            CK(cudaFuncSetAttribute(ring_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            char name[96];
+            if (t.a_stages == 0)
+                snprintf(name, sizeof name, "hold %4d%s: one ring %d x %s%s", t.hold, t.free_first ? " (freed first)" : "",
+                         t.w_stages, t.use_a ? "(W+A)" : "W", t.kb > 1 ? (t.kb == 2 ? " 2 boxes" : " 4 boxes") : "");
+            else
+                snprintf(name, sizeof name, "hold %4d: W ring %d, A ring %d", t.hold, t.w_stages, t.a_stages);
+            time_it(name, (size_t)ctas * R * K * 2, [&] {
+                ring_kernel<<<ctas, 96, smem>>>(wmap, amap, R, K / 64, t.w_stages, t.a_stages, t.hold, t.use_a, t.kb,
+                                                t.free_first);
+            });
+        }
+        return 0;
+    }
     if (argc > 2 && !strcmp(argv[2], "tile")) {  // the weight stream's box order: tma_stream MB tile [R] [K]
         const int R = argc > 3 ? atoi(argv[3]) : 192, K = argc > 4 ? atoi(argv[4]) : 1536;
         const int ctas = (int)(bytes / ((size_t)R * K * 2));

@@ -65,6 +65,13 @@ struct MlaAttentionParams {
     // stages during the attention's tail. 0: the next kernel launches when this grid completes. A hint: never changes
     // a result (a kernel launched without the attribute ignores it).
     int launch_dependents = 0;
+
+    // 1: the Hopper seesaw kernel deals its items (sequence, split, 64 heads) longest first, in a snake over its CTAs
+    // (round k gives the k-th group of grid items by length to CTAs 0, 1, ... on even rounds and ..., 1, 0 on odd
+    // ones), so unequal lengths load every CTA about equally; 0: CTA c takes items c, c + grid, ... in index order
+    // (with unequal lengths some CTAs then take two long items while others idle). A schedule: never changes a
+    // result (each item is computed the same way wherever it runs).
+    int balance = 1;
 };
 
 // Choose n_splits / split_len for (batch, n_heads, max_cache_len) on a device with sm_count SMs from a cost model

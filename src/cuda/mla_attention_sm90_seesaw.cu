@@ -76,13 +76,19 @@ constexpr uint32_t kBarOff = kP1Off + kChunkBytes;      // mbarriers full[buffer
 constexpr uint32_t kStatOff = kBarOff + 256;
 // the row maxima of S0 and of S1, [2][64] each (by pair parity), row_sum[2][64]
 constexpr uint32_t kStatBytes = 6 * kHeads * sizeof(float);
-constexpr size_t kSmemBytes = kStatOff + kStatBytes + 1024;  // + slack to align the base to 1024 bytes
+// The balanced schedule (MlaAttentionParams::balance): this CTA's items, one per round of the snake, in its list.
+// More rounds than kListMax, or more (sequence, split) units to rank than kRankUnitsMax (the ranking is O(units²)
+// over the CTA: ~0.3 µs for 128): round-robin instead.
+constexpr int kListMax = 32, kRankUnitsMax = 1024;
+constexpr uint32_t kListOff = kStatOff + kStatBytes;
+constexpr size_t kSmemBytes = kListOff + kListMax * sizeof(int) + 1024;  // + slack to align the base to 1024 bytes
 static_assert((2 * kChunks + 7) * 8 <= 256, "mbarriers fit their slot");
 // An item's last tile with at most this many tokens, alone in its pair (an odd number of tiles), goes through the CUDA
 // cores instead of the tensor cores: every reference length attends 64k + 1 tokens, and a pair of one token cost
 // nearly a whole pair (~8,600 cycles, H100 timeline at 512: an S of 36 wgmma, a softmax, two P·V), against ~1,000.
 [[maybe_unused]] constexpr int kTailMax = 4;
 static_assert(kSmemBytes <= 232448, "fits the 227 KB a Hopper block may opt into");
+static_assert(kRankUnitsMax * sizeof(int) <= kTileBytes, "the ranking's keys fit buffer 1 (scratch before any copy)");
 
 #if LATTE_PTX_SM90A  // the device-only part (the sm_80 image and the host pass do not see it)
 constexpr uint32_t kQOff = 0;
@@ -212,15 +218,72 @@ __global__ void __launch_bounds__(kThreads, 1)
             p.lse_partial[((size_t)it.split * p.batch + it.b) * p.n_heads + it.head0 + tid] = -INFINITY;
         }
     }
-    // the next item of this CTA after `item` that reads the cache (−1: none)
-    const auto next_real = [&](int item) {
-        for (int i = item + (int)gridDim.x; i < n_items; i += gridDim.x)
-            if (seesaw_item(p, n_groups, i).real) return i;
+    // This CTA's items, in the order it takes them: one per round k of grid items. Balanced (p.balance): the items
+    // ranked by their tiles, longest first (ties: the lower item first), round k holds ranks [k·grid, (k+1)·grid) and
+    // gives rank k·grid + i to CTA i on an even round and to CTA grid − 1 − i on an odd one; the two head groups of a
+    // (sequence, split) unit take adjacent ranks, so they run side by side on two CTAs and share the unit's tiles in
+    // L2. Why: with round-robin (CTA c takes items c, c + grid, ...) and lengths uniform in [1, 8K], some CTA gets two
+    // long items and the grid takes ~2× the average CTA's work; the snake's rounds pair long with short.
+    const int grid = (int)gridDim.x, cta = (int)blockIdx.x;
+    const int n_units = p.batch * p.n_splits, rounds = (n_items + grid - 1) / grid;
+    // the list in shared memory (at most kListMax rounds: else index order, computed): first index order, then,
+    // where lengths differ, the snake. Nothing of this stays in registers (the pair loop is at the register limit).
+    int *const s_list = reinterpret_cast<int *>(smem + kListOff);
+    if (rounds <= kListMax) {
+        if (tid < rounds) s_list[tid] = cta + tid * grid < n_items ? cta + tid * grid : -1;
+        if (p.balance && rounds > 1 && n_units <= kRankUnitsMax) {
+            // scratch: buffer 1 (no copy has been issued yet). key[u] = tiles of unit u (0: reads nothing; −1:
+            // padding to a multiple of 4, never counted)
+            int *const key = reinterpret_cast<int *>(smem + kKvOff + kTileBytes);
+            const int n_pad = (n_units + 3) & ~3;
+            for (int u = tid; u < n_pad; u += kThreads)
+                key[u] = u < n_units ? seesaw_item(p, n_groups, u * n_groups).n_tiles : -1;
+            __syncthreads();
+            // all equal (the reference shapes): index order is as balanced and needs no ranking (which cost ~2 µs at
+            // the start of every CTA in its first, unvectorized version: H200, layer at 512)
+            bool same = true;
+            for (int u = tid; u < n_units; u += kThreads) same &= key[u] == key[0];
+            if (!__syncthreads_and(same)) {
+                const int last = rounds - 1;
+                if (tid == 0 && ((last & 1) ? grid - 1 - cta : cta) >= n_items - last * grid) s_list[last] = -1;
+                const int4 *const key4 = reinterpret_cast<const int4 *>(key);
+                for (int u = tid; u < n_units; u += kThreads) {
+                    const int ku = key[u];
+                    int r = 0;
+#pragma unroll 4
+                    for (int v4 = 0; v4 < n_pad / 4; ++v4) {
+                        const int4 k4 = key4[v4];
+                        const int v = 4 * v4;
+                        r += (k4.x > ku || (k4.x == ku && v < u)) + (k4.y > ku || (k4.y == ku && v + 1 < u)) +
+                             (k4.z > ku || (k4.z == ku && v + 2 < u)) + (k4.w > ku || (k4.w == ku && v + 3 < u));
+                    }
+                    for (int g = 0; g < n_groups; ++g) {
+                        const int rank = r * n_groups + g, k = rank / grid, i = rank % grid;
+                        if (((k & 1) ? grid - 1 - i : i) == cta) s_list[k] = u * n_groups + g;
+                    }
+                }
+            }
+        }
+        __syncthreads();  // the list is written; buffer 1's scratch is free again
+    }
+    // item of round k for this CTA, or −1 where the last round has none for it
+    const auto list_item = [&](int k) -> int {
+        if ((int)((n_items + gridDim.x - 1) / gridDim.x) <= kListMax) return s_list[k];
+        const int item = (int)blockIdx.x + k * (int)gridDim.x;
+        return item < n_items ? item : -1;
+    };
+    // the next round after `k` whose item reads the cache (−1: none)
+    const auto next_real = [&](int k) {
+        const int n_rounds = (int)((n_items + gridDim.x - 1) / gridDim.x);
+        for (int j = k + 1; j < n_rounds; ++j) {
+            const int i = list_item(j);
+            if (i >= 0 && seesaw_item(p, n_groups, i).real) return j;
+        }
         return -1;
     };
-    int item = next_real((int)blockIdx.x - (int)gridDim.x);
-    if (item < 0) return;
-    SeesawItem cur = seesaw_item(p, n_groups, item);
+    int round = next_real(-1);
+    if (round < 0) return;
+    SeesawItem cur = seesaw_item(p, n_groups, list_item(round));
 
     const int warp = tid / 32, lane = tid % 32;
     // the warpgroup index through a shuffle: ptxas then knows it is warp-uniform, and the wgmma in the per-warpgroup
@@ -580,9 +643,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     // exchange). So an item's first S waits for nothing the previous item could not hide, unlike a new block's.
     load_tables(cur, my_buf);  // tile 0 (WG0) or 1 (WG1)
     for (;;) {
-        const int next_item = next_real(item);
-        const bool has_next = next_item >= 0;
-        const SeesawItem nxt = has_next ? seesaw_item(p, n_groups, next_item) : cur;
+        const int next_round = next_real(round);
+        const bool has_next = next_round >= 0;
+        const SeesawItem nxt = has_next ? seesaw_item(p, n_groups, list_item(next_round)) : cur;
         // the tile that follows `tile` of this item in buffer `buf`: its item and index; false: none
         const auto follow = [&](int tile, int buf, SeesawItem &it, int &t) -> bool {
             if (tile + 2 < cur.n_tiles) {
@@ -829,7 +892,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (items_done < kTraceItems) stamp(3 + 3 * items_done);
         stamp_end(5, items_done);
         if (!has_next) break;
-        item = next_item;
+        round = next_round;
         cur = nxt;
         ++items_done;
     }

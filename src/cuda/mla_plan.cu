@@ -43,6 +43,8 @@
 //   LATTE_MLA_DISCARD=0       dead scratch (q_attn, o_lat) stays in L2 until written back (unset / 1: dropped unwritten)
 //   LATTE_MLA_UV_EARLY=0      an sm90 W_UV launches when the attention completes (unset / 1: the attention lets it launch
 //                             at once, so its CTAs load their first weight stages on the SMs the attention leaves)
+//   LATTE_MLA_BALANCE=0       the Hopper attention's CTAs take items c, c + grid, ... (unset / 1: longest first, dealt
+//                             in a snake over the CTAs: MlaAttentionParams::balance)
 // How each projection runs is a per-shape choice kept in the plan's shape table: a shape is (batch, x row
 // stride, y row stride), since cuBLASLt's layouts and algorithms depend on them. The first run of a shape
 // makes its entry (host work only: layouts and heuristic queries, nothing enqueued): per projection the
@@ -143,6 +145,7 @@ struct MlaCudaPlan {
     bool append_in_q;               // the cache append may go into the fused query kernel (LATTE_MLA_APPEND_IN_Q)
     bool discard_scratch;           // the run's last readers of q_attn and o_lat drop them from L2 (LATTE_MLA_DISCARD)
     bool uv_early;                  // the attention lets an sm90 W_UV launch at once (PDL) (LATTE_MLA_UV_EARLY)
+    bool balance;                   // the attention's items dealt longest first (LATTE_MLA_BALANCE)
     latte::LtContext lt;
     std::mutex shape_mutex;         // guards the shape table (runs of one plan may come from several threads)
     RunShape *shapes[kMaxShapes];
@@ -440,7 +443,7 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
         }
     }
     // LATTE_MLA_Q_FUSED: 0 never, 1 required, unset: where it runs
-    int q_fused_want, append_want, discard_want, uv_early_want;
+    int q_fused_want, append_want, discard_want, uv_early_want, balance_want;
     if (!env_switch("LATTE_MLA_Q_FUSED", -1, &q_fused_want)) return LATTE_STATUS_INVALID_ARGUMENT;
     const bool q_fused = q_fused_want != 0 && want_sm90 && latte::mla_q_absorb_sm90_available(plan->device);
     if (q_fused_want == 1 && !q_fused)
@@ -448,9 +451,9 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
                                "environment: LATTE_MLA_Q_FUSED=1, but the fused query kernel does not run here (it needs "
                                "compute capability 9.0 and a build with sm_90a, and LATTE_MLA_GEMM / LATTE_MLA_SIMPLE_GEMM "
                                "not asking for another engine)");
-    // LATTE_MLA_APPEND_IN_Q, LATTE_MLA_DISCARD, LATTE_MLA_UV_EARLY: 0 turns the change off, for A/B timing
+    // LATTE_MLA_APPEND_IN_Q, LATTE_MLA_DISCARD, LATTE_MLA_UV_EARLY, LATTE_MLA_BALANCE: 0 turns the change off, for A/B
     if (!env_switch("LATTE_MLA_APPEND_IN_Q", 1, &append_want) || !env_switch("LATTE_MLA_DISCARD", 1, &discard_want) ||
-        !env_switch("LATTE_MLA_UV_EARLY", 1, &uv_early_want))
+        !env_switch("LATTE_MLA_UV_EARLY", 1, &uv_early_want) || !env_switch("LATTE_MLA_BALANCE", 1, &balance_want))
         return LATTE_STATUS_INVALID_ARGUMENT;
     const bool append_in_q = append_want != 0, discard_scratch = discard_want != 0, uv_early = uv_early_want != 0;
     const latte::CublasLtApi *lt_api = nullptr;
@@ -473,6 +476,7 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
     cp->append_in_q = append_in_q;
     cp->discard_scratch = discard_scratch;
     cp->uv_early = uv_early;
+    cp->balance = balance_want != 0;
     if ((e = latte::gemm_bf16_setup(&cp->gemm))) {
         delete cp;
         return cuda_fail(e, "GEMM kernel setup");
@@ -796,6 +800,7 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
         // an sm90 W_UV is launched with PDL (as every sm90 launch after the run's first): its CTAs may take the SMs the
         // attention's CTAs leave and load W_UV's first stages during the attention's tail
         ap.launch_dependents = cp->uv_early && on_sm90[kUv] ? 1 : 0;
+        ap.balance = cp->balance ? 1 : 0;
         if ((e = latte::mla_attention_launch(ap, stream))) return cuda_fail(e, "attention launch");
         LATTE_PHASE_CHECK("attention");
     }
