@@ -76,12 +76,14 @@ constexpr uint32_t kBarOff = kP1Off + kChunkBytes;      // mbarriers full[buffer
 constexpr uint32_t kStatOff = kBarOff + 256;
 // the row maxima of S0 and of S1, [2][64] each (by pair parity), row_sum[2][64]
 constexpr uint32_t kStatBytes = 6 * kHeads * sizeof(float);
-// The balanced schedule (MlaAttentionParams::balance): this CTA's items, one per round of the snake, in its list.
-// More rounds than kListMax, or more (sequence, split) units to rank than kRankUnitsMax (the ranking is O(units²)
-// over the CTA: ~0.3 µs for 128): round-robin instead.
-constexpr int kListMax = 32, kRankUnitsMax = 1024;
-constexpr uint32_t kListOff = kStatOff + kStatBytes;
-constexpr size_t kSmemBytes = kListOff + kListMax * sizeof(int) + 1024;  // + slack to align the base to 1024 bytes
+constexpr size_t kSmemBytes = kStatOff + kStatBytes + 1024;  // + slack to align the base to 1024 bytes
+// The balanced schedule (MlaAttentionParams::balance): this CTA's items, one per round of the snake, in its list, in
+// the mbarriers' slot after the 25 barriers (the list at the end of the block instead, 128 bytes more shared memory,
+// cost ~7 µs of the attention in the layer at 512-2048 on an H200, not understood: NOTES). More rounds than kListMax,
+// or more (sequence, split) units to rank than kRankUnitsMax (the ranking is O(units²) over the CTA): index order.
+constexpr int kListMax = 14, kRankUnitsMax = 1024;
+constexpr uint32_t kListOff = kBarOff + (2 * kChunks + 7) * 8;
+static_assert(kListOff + kListMax * sizeof(int) <= kStatOff, "the list fits the mbarriers' slot");
 static_assert((2 * kChunks + 7) * 8 <= 256, "mbarriers fit their slot");
 // An item's last tile with at most this many tokens, alone in its pair (an odd number of tiles), goes through the CUDA
 // cores instead of the tensor cores: every reference length attends 64k + 1 tokens, and a pair of one token cost
@@ -229,9 +231,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     // the list in shared memory (at most kListMax rounds: else index order, computed): first index order, then,
     // where lengths differ, the snake. Nothing of this stays in registers (the pair loop is at the register limit).
     int *const s_list = reinterpret_cast<int *>(smem + kListOff);
-    if (rounds <= kListMax) {
+    if (p.balance && rounds <= kListMax) {
         if (tid < rounds) s_list[tid] = cta + tid * grid < n_items ? cta + tid * grid : -1;
-        if (p.balance && rounds > 1 && n_units <= kRankUnitsMax) {
+        if (rounds > 1 && n_units <= kRankUnitsMax) {
             // scratch: buffer 1 (no copy has been issued yet). key[u] = tiles of unit u (0: reads nothing; −1:
             // padding to a multiple of 4, never counted)
             int *const key = reinterpret_cast<int *>(smem + kKvOff + kTileBytes);
@@ -268,7 +270,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     // item of round k for this CTA, or −1 where the last round has none for it
     const auto list_item = [&](int k) -> int {
-        if ((int)((n_items + gridDim.x - 1) / gridDim.x) <= kListMax) return s_list[k];
+        if (p.balance && (int)((n_items + gridDim.x - 1) / gridDim.x) <= kListMax) return s_list[k];
         const int item = (int)blockIdx.x + k * (int)gridDim.x;
         return item < n_items ? item : -1;
     };
