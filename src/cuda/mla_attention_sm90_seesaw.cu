@@ -78,9 +78,10 @@ constexpr uint32_t kStatOff = kBarOff + 256;
 constexpr uint32_t kStatBytes = 6 * kHeads * sizeof(float);
 constexpr size_t kSmemBytes = kStatOff + kStatBytes + 1024;  // + slack to align the base to 1024 bytes
 // The balanced schedule (MlaAttentionParams::balance): this CTA's items, one per round of the snake, in its list, in
-// the mbarriers' slot after the 25 barriers (the list at the end of the block instead, 128 bytes more shared memory,
-// cost ~7 µs of the attention in the layer at 512-2048 on an H200, not understood: NOTES). More rounds than kListMax,
-// or more (sequence, split) units to rank than kRankUnitsMax (the ranking is O(units²) over the CTA): index order.
+// the mbarriers' slot after the 25 barriers (no more shared memory than before). Known cost: with this code compiled
+// in, the layer's attention at equal lengths 512-2048 takes ~7 µs more on an H200, switched on or off (not the shared
+// memory; not understood: NOTES, "The attention's schedule over unequal lengths"). More rounds than kListMax, or more
+// (sequence, split) units to rank than kRankUnitsMax (the ranking is O(units²) over the CTA): index order.
 constexpr int kListMax = 14, kRankUnitsMax = 1024;
 constexpr uint32_t kListOff = kBarOff + (2 * kChunks + 7) * 8;
 static_assert(kListOff + kListMax * sizeof(int) <= kStatOff, "the list fits the mbarriers' slot");
