@@ -440,7 +440,8 @@ int main() {
         CK(mla_attention_seesaw_trace_select(tr_item, tr_pair));
         Big m;
         big_alloc(m, L, sms);
-        const MlaAttentionParams p = big_params(m, L, true, sms, nullptr);
+        MlaAttentionParams p = big_params(m, L, true, sms, nullptr);
+        if (const char *bal = getenv("LATTE_ATTN_TRACE_BALANCE")) p.balance = atoi(bal);  // 0: index order
         for (int r = 0; r < 3; r++) {
             flush_l2(m);
             if (r == 2) {
@@ -538,6 +539,15 @@ int main() {
                 printf("  time attention len %5d%s: %8.1f us  %6.1f TFLOP/s  %5.2f TB/s of cache  (%d split(s))\n", L,
                        rot ? "" : " stored", us, flop / us * 1e-6, bytes / us * 1e-6, p.n_splits);
             }
+        // equal lengths with the balanced schedule switched off: what its start (the lengths' check) costs
+        for (int L : {512, 2048}) {
+            MlaAttentionParams p = big_params(m, L, true, sms, nullptr);
+            p.balance = 0;
+            const double us = time_attention(m, p, 15);
+            const double T = L + 1, flop = 2.0 * 128 * 128 * T * (576 + 512), bytes = 128.0 * T * 576 * 2;
+            printf("  time attention len %5d, index order: %8.1f us  %6.1f TFLOP/s  %5.2f TB/s of cache  (%d split(s))\n",
+                   L, us, flop / us * 1e-6, bytes / us * 1e-6, p.n_splits);
+        }
         // unequal lengths (uniform in [1, 6144], fixed seed): the balanced schedule, then index order
         for (int bal = 1; bal >= 0; bal--) {
             std::vector<int> lh;

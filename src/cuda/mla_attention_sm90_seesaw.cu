@@ -78,10 +78,9 @@ constexpr uint32_t kStatOff = kBarOff + 256;
 constexpr uint32_t kStatBytes = 6 * kHeads * sizeof(float);
 constexpr size_t kSmemBytes = kStatOff + kStatBytes + 1024;  // + slack to align the base to 1024 bytes
 // The balanced schedule (MlaAttentionParams::balance): this CTA's items, one per round of the snake, in its list, in
-// the mbarriers' slot after the 25 barriers (no more shared memory than before). Known cost: with this code compiled
-// in, the layer's attention at equal lengths 512-2048 takes ~7 µs more on an H200, switched on or off (not the shared
-// memory; not understood: NOTES, "The attention's schedule over unequal lengths"). More rounds than kListMax, or more
-// (sequence, split) units to rank than kRankUnitsMax (the ranking is O(units²) over the CTA): index order.
+// the mbarriers' slot after the 25 barriers (no more shared memory than before), written by seesaw_schedule (out of
+// line: see there). More rounds than kListMax, or more (sequence, split) units to rank than kRankUnitsMax (the ranking
+// is O(units²) over the CTA): index order.
 constexpr int kListMax = 14, kRankUnitsMax = 1024;
 constexpr uint32_t kListOff = kBarOff + (2 * kChunks + 7) * 8;
 static_assert(kListOff + kListMax * sizeof(int) <= kStatOff, "the list fits the mbarriers' slot");
@@ -168,6 +167,59 @@ __device__ __forceinline__ SeesawItem seesaw_item(const MlaAttentionParams &p, i
     it.tail = it.real && (it.n_tiles & 1) && last_tokens <= kTailMax ? last_tokens : 0;
     return it;
 }
+
+// This CTA's list (see the balanced schedule in the kernel), written by all its threads. Out of line (an ABI call, once
+// per CTA): inlined, its ~950 instructions ahead of the pair loops changed how ptxas compiled them, and the layer took
+// ~4 µs more at equal lengths 512-2048 on an H200 even with the schedule switched off at run time. Out of line the
+// kernel compiles as it did without the schedule (down to its one spilled register: a row index, stored once and
+// reloaded at each item's output; scripts/ptxas_check.sh holds this kernel to that). Any change here can move the
+// kernel's allocation too: time the layer at 512 against LATTE_MLA_BALANCE=0 (NOTES, "The attention's schedule over
+// unequal lengths"). `key`: scratch of kRankUnitsMax ints in shared memory.
+__device__ __noinline__ void seesaw_schedule(const int *cache_lens, int max_cache_len, int n_splits, int split_len,
+                                             int n_groups, int n_items, int grid, int cta, int *s_list, int *key) {
+    const int tid = threadIdx.x;
+    const int n_units = (n_items / n_groups), rounds = (n_items + grid - 1) / grid;
+    if (tid < rounds) s_list[tid] = cta + tid * grid < n_items ? cta + tid * grid : -1;
+    if (rounds > 1 && n_units <= kRankUnitsMax) {
+        // key[u] = tiles of unit u (0: reads nothing; −1: padding to a multiple of 4, never counted)
+        const int n_pad = (n_units + 3) & ~3;
+        for (int u = tid; u < n_pad; u += kThreads) {
+            int n_tiles = -1;
+            if (u < n_units) {
+                const int split = u % n_splits, len = cache_lens[u / n_splits], T = len + 1;
+                const int tok_begin = split * split_len, tok_end = min(T, tok_begin + split_len);
+                n_tiles = length_is_valid(len, max_cache_len) && tok_begin < tok_end ? (tok_end - tok_begin + kTile - 1) / kTile : 0;
+            }
+            key[u] = n_tiles;
+        }
+        __syncthreads();
+        // all equal (the reference shapes): index order is as balanced and needs no ranking (which cost ~2 µs at
+        // the start of every CTA in its first, unvectorized version: H200, layer at 512)
+        bool same = true;
+        for (int u = tid; u < n_units; u += kThreads) same &= key[u] == key[0];
+        if (!__syncthreads_and(same)) {
+            const int last = rounds - 1;
+            if (tid == 0 && ((last & 1) ? grid - 1 - cta : cta) >= n_items - last * grid) s_list[last] = -1;
+            const int4 *const key4 = reinterpret_cast<const int4 *>(key);
+            for (int u = tid; u < n_units; u += kThreads) {
+                const int ku = key[u];
+                int r = 0;
+#pragma unroll 4
+                for (int v4 = 0; v4 < n_pad / 4; ++v4) {
+                    const int4 k4 = key4[v4];
+                    const int v = 4 * v4;
+                    r += (k4.x > ku || (k4.x == ku && v < u)) + (k4.y > ku || (k4.y == ku && v + 1 < u)) +
+                         (k4.z > ku || (k4.z == ku && v + 2 < u)) + (k4.w > ku || (k4.w == ku && v + 3 < u));
+                }
+                for (int g = 0; g < n_groups; ++g) {
+                    const int rank = r * n_groups + g, k = rank / grid, i = rank % grid;
+                    if (((k & 1) ? grid - 1 - i : i) == cta) s_list[k] = u * n_groups + g;
+                }
+            }
+        }
+    }
+    __syncthreads();  // the list is written; the scratch is free again
+}
 #endif
 
 template <int kExp>
@@ -228,47 +280,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     // L2. Why: with round-robin (CTA c takes items c, c + grid, ...) and lengths uniform in [1, 8K], some CTA gets two
     // long items and the grid takes ~2× the average CTA's work; the snake's rounds pair long with short.
     const int grid = (int)gridDim.x, cta = (int)blockIdx.x;
-    const int n_units = p.batch * p.n_splits, rounds = (n_items + grid - 1) / grid;
+    const int rounds = (n_items + grid - 1) / grid;
     // the list in shared memory (at most kListMax rounds: else index order, computed): first index order, then,
     // where lengths differ, the snake. Nothing of this stays in registers (the pair loop is at the register limit).
     int *const s_list = reinterpret_cast<int *>(smem + kListOff);
-    if (p.balance && rounds <= kListMax) {
-        if (tid < rounds) s_list[tid] = cta + tid * grid < n_items ? cta + tid * grid : -1;
-        if (rounds > 1 && n_units <= kRankUnitsMax) {
-            // scratch: buffer 1 (no copy has been issued yet). key[u] = tiles of unit u (0: reads nothing; −1:
-            // padding to a multiple of 4, never counted)
-            int *const key = reinterpret_cast<int *>(smem + kKvOff + kTileBytes);
-            const int n_pad = (n_units + 3) & ~3;
-            for (int u = tid; u < n_pad; u += kThreads)
-                key[u] = u < n_units ? seesaw_item(p, n_groups, u * n_groups).n_tiles : -1;
-            __syncthreads();
-            // all equal (the reference shapes): index order is as balanced and needs no ranking (which cost ~2 µs at
-            // the start of every CTA in its first, unvectorized version: H200, layer at 512)
-            bool same = true;
-            for (int u = tid; u < n_units; u += kThreads) same &= key[u] == key[0];
-            if (!__syncthreads_and(same)) {
-                const int last = rounds - 1;
-                if (tid == 0 && ((last & 1) ? grid - 1 - cta : cta) >= n_items - last * grid) s_list[last] = -1;
-                const int4 *const key4 = reinterpret_cast<const int4 *>(key);
-                for (int u = tid; u < n_units; u += kThreads) {
-                    const int ku = key[u];
-                    int r = 0;
-#pragma unroll 4
-                    for (int v4 = 0; v4 < n_pad / 4; ++v4) {
-                        const int4 k4 = key4[v4];
-                        const int v = 4 * v4;
-                        r += (k4.x > ku || (k4.x == ku && v < u)) + (k4.y > ku || (k4.y == ku && v + 1 < u)) +
-                             (k4.z > ku || (k4.z == ku && v + 2 < u)) + (k4.w > ku || (k4.w == ku && v + 3 < u));
-                    }
-                    for (int g = 0; g < n_groups; ++g) {
-                        const int rank = r * n_groups + g, k = rank / grid, i = rank % grid;
-                        if (((k & 1) ? grid - 1 - i : i) == cta) s_list[k] = u * n_groups + g;
-                    }
-                }
-            }
-        }
-        __syncthreads();  // the list is written; buffer 1's scratch is free again
-    }
+    if (p.balance && rounds <= kListMax)
+        seesaw_schedule(p.cache_lens, p.max_cache_len, p.n_splits, p.split_len, n_groups, n_items, grid, cta, s_list,
+                        reinterpret_cast<int *>(smem + kKvOff + kTileBytes));  // scratch: buffer 1 (no copy yet)
     // item of round k for this CTA, or −1 where the last round has none for it
     const auto list_item = [&](int k) -> int {
         if (p.balance && (int)((n_items + gridDim.x - 1) / gridDim.x) <= kListMax) return s_list[k];
