@@ -204,11 +204,13 @@ static void run_shape(Shape s0, bool all_configs, bool real_too) {
         return;
     }
     const int64_t total = s.M * s.N * s.batch;
-    GemmSm90Config cfgs[8];
+    GemmSm90Config cfgs[12];
     int ncfg = 0;
     if (all_configs) {
         for (int sk = 0; sk < 2; sk++)
             for (int bn : {64, 128, 192, 256}) cfgs[ncfg++] = GemmSm90Config{bn, sk != 0, 0};
+        // stream-K with the owner not waiting (its fallback: the last contributor to count sums the tile)
+        for (int bn : {64, 128, 192, 256}) cfgs[ncfg++] = GemmSm90Config{bn, true, 256};
     } else {
         cfgs[ncfg++] = gemm_sm90_choose(s.M, s.N, s.K, s.batch, g_sms);
     }
@@ -222,7 +224,8 @@ static void run_shape(Shape s0, bool all_configs, bool real_too) {
         for (int i = 0; i < ncfg; i++) {
             const GemmSm90Config &cf = cfgs[i];
             char what[80];
-            snprintf(what, sizeof what, "%s bn %d %s", exact ? "exact" : "real", cf.bn, cf.stream_k ? "stream-K" : "whole");
+            snprintf(what, sizeof what, "%s bn %d %s%s", exact ? "exact" : "real", cf.bn, cf.stream_k ? "stream-K" : "whole",
+                     cf.dev_flags & 256 ? " (last sums)" : "");
             poison_bf16_kernel<<<1024, 256>>>(b.C, b.nc);
             CK(gemm_sm90_launch(p, cf, g_sms, g_partial, g_counters, false, 0));
             CK(cudaDeviceSynchronize());
@@ -394,7 +397,8 @@ static void time_shape(const Shape &s0, bf16 *flush, size_t flush_bytes) {
     };
     for (int i = 0; i < n; i++) time_one(c[i], i == 0 ? "(chosen)" : "");
     const struct { int flags; const char *what; } exps[] = {
-        {1, "no L2 hints"}, {4, "no stores"}, {32 | 4, "no A, no stores"}, {32 | 4 | 128, "no A, no stores, no fixup"}};
+        {256, "the last to count sums (owner does not wait)"}, {1, "no L2 hints"}, {4, "no stores"},
+        {32 | 4, "no A, no stores"}, {32 | 4 | 128, "no A, no stores, no fixup"}};
     for (const auto &x : exps) {
         GemmSm90Config cf = c[0];
         cf.dev_flags = x.flags;

@@ -13,6 +13,8 @@
 //   tile     (argv[2] = "tile"): the GEMMs' weight stream, 2-D boxes in their order and in wider-per-row orders
 //   ring     (argv[2] = "ring"): the fused query kernel's ring (weights + activations per stage, a consumer holding
 //            each stage a while), one shared ring against separate rings for the weights and the activations
+//   mcast    (argv[2] = "mcast"): the out projection's stream (R weight rows a CTA, K 16384, the activations' 16 KB
+//            box every k-iteration), the activations read by every CTA or multicast over clusters of 2 or 4
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -DLATTE_HAVE_SM90A=1 -Isrc bench/probes/tma_stream.cu
 //        src/cuda/tma.cu -o tma_stream
 #include "cuda/ptx.cuh"
@@ -183,6 +185,85 @@ __global__ void __launch_bounds__(96, 1) ring_kernel(const __grid_constant__ CUt
 #endif
 }
 
+
+// The out projection's stream (gemm_sm90.cu on Wo: M = 128 rows of activations, K = 16384): CTA c streams rows
+// [c·R, (c+1)·R) of the weights, and every k-iteration also needs the activations' box (128 rows × 64 columns, 16 KB,
+// L2-resident). Each CTA reads all of it, so L2 sends the SMs ~2× the weight bytes at R = 64. With clusters of C CTAs
+// (adjacent row blocks, the same k-iterations), each CTA reads 128/C of the rows and multicasts them to the cluster:
+// L2 sends each activation byte once per cluster. use_a 0: no activations. The consumer (one thread) holds each
+// stage `hold` cycles, then frees it in every CTA of the cluster (the stage's activation rows came from all of them).
+__global__ void __launch_bounds__(64, 1) mcast_kernel(const __grid_constant__ CUtensorMap wmap,
+                                                     const __grid_constant__ CUtensorMap amap, int R, int k_iters,
+                                                     int stages, int use_a, int csize, int hold, int arrive) {
+#if LATTE_PTX_SM90A
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const uint32_t raw = ptx::smem_u32(smem_raw);
+    const uint32_t base = (raw + 1023u) & ~1023u;
+    const uint32_t wbytes = (uint32_t)R * 128u, abytes = use_a ? 128u * 128u : 0u, stage = wbytes + abytes;
+    const uint32_t full0 = base + (uint32_t)stages * stage, empty0 = full0 + 8u * stages;
+    const uint32_t rank = csize > 1 ? ptx::cluster_ctarank() : 0u;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; s++)
+            ptx::mbarrier_init(full0 + 8u * s, 1), ptx::mbarrier_init(empty0 + 8u * s, arrive ? (uint32_t)csize : 1u);
+        ptx::fence_mbarrier_init();
+    }
+    __syncthreads();
+    if (csize > 1) ptx::cluster_sync();  // every CTA's barriers are initialized before any copy reaches them
+    const uint64_t pol_w = ptx::l2_policy_evict_first(), pol_a = ptx::l2_policy_evict_last();
+    const int a_rows = 128 / csize;
+    if (threadIdx.x == 32) {  // producer
+        for (int n = 0; n < k_iters; n++) {
+            const int s = n % stages;
+            if (n >= stages) ptx::mbarrier_wait(empty0 + 8u * s, (uint32_t)((n / stages - 1) & 1));
+            ptx::mbarrier_arrive_expect_tx(full0 + 8u * s, stage);  // own weights + the whole activation box
+            ptx::tma_load_3d_hint(base + (uint32_t)s * stage, &wmap, n * 64, (int)blockIdx.x * R, 0, full0 + 8u * s, pol_w);
+            if (!use_a) continue;
+            const uint32_t a_dst = base + (uint32_t)s * stage + wbytes + rank * (uint32_t)a_rows * 128u;
+            if (csize > 1)
+                ptx::tma_load_3d_multicast(a_dst, &amap, n * 64, (int)rank * a_rows, 0, full0 + 8u * s,
+                                           (uint16_t)((1u << csize) - 1u), pol_a);
+            else
+                ptx::tma_load_3d_hint(a_dst, &amap, n * 64, 0, 0, full0 + 8u * s, pol_a);
+        }
+    } else if (threadIdx.x < 32 && arrive == 3) {  // consumer warp: lane r frees the stage in the CTA of rank r
+        const int lane = (int)threadIdx.x;
+        for (int n = 0; n < k_iters; n++) {
+            const int s = n % stages;
+            ptx::mbarrier_wait(full0 + 8u * s, (uint32_t)((n / stages) & 1));
+            const long long t0 = clock64();
+            while (clock64() - t0 < hold) {
+            }
+            __syncwarp();
+            if (lane < csize) ptx::mbarrier_arrive_cluster(ptx::mapa_shared(empty0 + 8u * s, (uint32_t)lane));
+        }
+    } else if (threadIdx.x == 0) {  // consumer
+        for (int n = 0; n < k_iters; n++) {
+            const int s = n % stages;
+            ptx::mbarrier_wait(full0 + 8u * s, (uint32_t)((n / stages) & 1));
+            const long long t0 = clock64();
+            while (clock64() - t0 < hold) {
+            }
+            // arrive 0: this CTA's own barrier only (no multicast: nothing of a peer's in this stage); 1: every
+            // CTA's, 2: every CTA's with release at cluster scope; 3 (above): a lane for each CTA, at once; 4: the
+            // own barrier by its local address, the peers' by cluster addresses
+            if (csize > 1 && arrive == 4) {
+                ptx::mbarrier_arrive(empty0 + 8u * s);
+                for (int r = 1; r < csize; r++)
+                    ptx::mbarrier_arrive_cluster(ptx::mapa_shared(empty0 + 8u * s, (rank + (uint32_t)r) % (uint32_t)csize));
+            } else if (csize > 1 && arrive)
+                for (int r = 0; r < csize; r++) {
+                    const uint32_t bar = ptx::mapa_shared(empty0 + 8u * s, (uint32_t)r);
+                    if (arrive == 2) ptx::mbarrier_arrive_cluster_release(bar);
+                    else ptx::mbarrier_arrive_cluster(bar);
+                }
+            else
+                ptx::mbarrier_arrive(empty0 + 8u * s);
+        }
+    }
+    if (csize > 1) ptx::cluster_sync();  // no peer still copies into this CTA or arrives on its barriers
+#endif
+}
+
 int main(int argc, char **argv) {
     const size_t bytes = argc > 1 ? (size_t)atof(argv[1]) * 1e6 : 235ull << 20;
     int sms = 0, l2 = 0;
@@ -221,6 +302,55 @@ int main(int argc, char **argv) {
         const double us = ms[ms.size() / 2] * 1e3;
         printf("  %-28s %8.1f us  %5.2f TB/s\n", name, us, streamed / us * 1e-6);
     };
+    if (argc > 2 && !strcmp(argv[2], "mcast")) {  // the out projection's stream: tma_stream MB mcast [R] [K]
+        const int R = argc > 3 ? atoi(argv[3]) : 64, K = argc > 4 ? atoi(argv[4]) : 16384;
+        const int ctas = (int)(bytes / ((size_t)R * K * 2)) / 4 * 4;
+        const uint64_t dims[3] = {(uint64_t)K, (uint64_t)ctas * R, 1}, str[2] = {(uint64_t)K * 2, (uint64_t)K * 2 * ctas * R};
+        const uint32_t box[3] = {64, (uint32_t)R, 1};
+        char *act;
+        CK(cudaMalloc(&act, (size_t)128 * K * 2));
+        CK(cudaMemset(act, 0x3c, (size_t)128 * K * 2));
+        const uint64_t adims[3] = {(uint64_t)K, 128, 1}, astr[2] = {(uint64_t)K * 2, (uint64_t)K * 2 * 128};
+        CUtensorMap wmap, amap[3];
+        bool ok = tma_encode_bf16_3d(&wmap, buf, dims, str, box);
+        for (int i = 0; i < 3; i++) {  // activation boxes of 128, 64, 32 rows (clusters of 1, 2, 4)
+            const uint32_t abox[3] = {64, 128u >> i, 1};
+            ok = ok && tma_encode_bf16_3d(&amap[i], act, adims, astr, abox);
+        }
+        if (!ok) {
+            printf("  mcast: encode failed\n");
+            return 1;
+        }
+        printf("  mcast: %d CTAs of %d weight rows, K %d, activations 128 x %d bf16 (L2-resident)\n", ctas, R, K, K);
+        struct T { int stages, use_a, csize, hold, arrive; };
+        const T ts[] = {{8, 0, 1, 0, 0}, {8, 1, 1, 0, 0}, {8, 0, 2, 0, 0}, {8, 0, 2, 0, 1}, {8, 0, 2, 0, 3},
+                        {8, 0, 2, 0, 4}, {8, 1, 2, 0, 1}, {8, 1, 2, 0, 3}, {8, 1, 2, 0, 4}, {8, 1, 4, 0, 3},
+                        {8, 1, 1, 500, 0}, {8, 1, 2, 500, 3}};
+        for (const T &t : ts) {
+            const size_t smem = (size_t)t.stages * ((size_t)R * 128 + (t.use_a ? 128 * 128 : 0)) + 16 * t.stages + 1024;
+            if (smem > 232448) continue;
+            CK(cudaFuncSetAttribute(mcast_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            char name[96];
+            snprintf(name, sizeof name, "%d x %s, cluster %d%s, hold %d", t.stages, t.use_a ? "(W+A)" : "W", t.csize,
+                     t.csize == 1 ? "" : t.arrive == 0 ? " (own barrier)" : t.arrive == 1 ? " (all)" : t.arrive == 2 ? " (all, rel.)"
+                     : t.arrive == 3 ? " (lanes)" : " (own local)", t.hold);
+            const int ai = t.csize == 1 ? 0 : t.csize == 2 ? 1 : 2;
+            time_it(name, (size_t)ctas * R * K * 2, [&] {
+                cudaLaunchConfig_t cfg = {};
+                cfg.gridDim = dim3((unsigned)ctas);
+                cfg.blockDim = dim3(64);
+                cfg.dynamicSmemBytes = smem;
+                cudaLaunchAttribute attr[1];
+                attr[0].id = cudaLaunchAttributeClusterDimension;
+                attr[0].val.clusterDim.x = (unsigned)t.csize, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
+                cfg.attrs = attr;
+                cfg.numAttrs = 1;
+                CK(cudaLaunchKernelEx(&cfg, mcast_kernel, wmap, amap[ai], R, K / 64, t.stages, t.use_a, t.csize, t.hold,
+                                      t.arrive));
+            });
+        }
+        return 0;
+    }
     if (argc > 2 && !strcmp(argv[2], "ring")) {  // the fused query kernel's ring: tma_stream MB ring [R] [K]
         const int R = argc > 3 ? atoi(argv[3]) : 192, K = argc > 4 ? atoi(argv[4]) : 1536;
         const int ctas = (int)(bytes / ((size_t)R * K * 2));

@@ -19,10 +19,11 @@
 //     (read once), activations evict-last (every n-tile re-reads them).
 //   * persistent: one CTA per SM. The work units (k-iterations for stream-K, whole tiles otherwise) are dealt in equal
 //     contiguous ranges, CTA c taking [c·U/G, (c+1)·U/G); a range covers parts of one or a few tiles ("segments").
-//     A tile covered by one CTA is stored directly. A tile shared by several: each writes its fp32 partial to its
-//     own workspace slot (slot 0: the CTA's first segment, 1: its last), fences, and counts itself on the tile's
-//     counter; the CTA that brings the counter to the number of contributors sums all their slots in CTA order (the
-//     same order whoever arrives last: bit-reproducible), stores, and zeroes the counter for the next launch.
+//     A tile covered by one CTA is stored directly. A tile shared by several: each contributor but the tile's owner
+//     (the CTA with its first k-iterations, which finishes it last) writes its fp32 partial to its own workspace slot
+//     (slot 0: the CTA's first segment, 1: its last), fences, and counts itself on the tile's counter; the owner
+//     waits for the count, adds their slots to its accumulators in CTA order (bit-reproducible), stores, and zeroes
+//     the counter for the next launch (a bounded wait: else the owner counts in too and the last to count sums).
 //   * programmatic dependent launch: every CTA lets the next grid launch at once; the producer issues the weight
 //     loads of its first stages before griddepcontrol.wait (weights never depend on the previous kernel) and the
 //     activation loads after it; consumers wait too before their first store.
@@ -80,6 +81,8 @@ struct GemmSm90Params {
 
 #if LATTE_PTX_SM90A  // the device-only part (the sm_80 image and the host pass do not see it)
 constexpr int kBarEpilogue = 1;  // named barrier of the 256 consumer threads
+// a shared tile's owner polls its counter at most this many times (~64 ns apart) for the other contributors
+constexpr int kOwnerSpins = 20000;
 
 // The segments of a CTA's range of units, in order: a segment is the part of the range on one tile. (The schedule's
 // sizes are read from the kernel parameters each time: constant-bank operands, no registers held for them.)
@@ -247,39 +250,63 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
 
             if (!whole && !(p.dev_flags & 128)) {
-                // a shared tile: partial -> own slot, count in; the last of the tile's contributors sums and stores
+                // A shared tile. Its owner is the CTA that computes its first k-iterations (c_first): in a stream-K
+                // grid they are the end of that CTA's range, so it finishes the tile last, or about when the others
+                // do. Each other contributor writes its fp32 partial to its own slot, fences, and counts itself on
+                // the tile's counter; the owner waits for their count and adds their slots to its own accumulators, in
+                // CTA order (the same order at every launch: bit-reproducible), stores, and zeroes the counter for the
+                // next launch. The owner's partial never goes through memory (it used to: every contributor wrote
+                // its slot and the last to count summed them all, its own read back; at the end of the grid that was
+                // a 64 KB write, a fence and a read on the critical path). The wait is bounded (kOwnerSpins): should
+                // the others not run (fewer SMs than CTAs, e.g. under MPS), the owner writes its slot and counts too,
+                // and the last to count sums, as before; dev flag 256 takes that path always (tests check it).
                 const int t0 = tile * p.units_per_tile;
                 const int c_first = cta_of(t0, p.units, grid), c_last = cta_of(t0 + p.units_per_tile - 1, p.units, grid);
                 auto slot = [&](int c) {
                     const int which = range_begin(c, p.units, grid) < t0 ? 1 : 0;  // this tile is c's last / first segment
                     return p.partial + (size_t)(c * 2 + which) * (kBM * BN);
                 };
-                float4 *mine = reinterpret_cast<float4 *>(slot(cta));
-#pragma unroll
-                for (int i = 0; i < BN / 8; i++)
-                    mine[i * 256 + tid] = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
-                __threadfence();
-                ptx::named_bar_sync(kBarEpilogue, 256);
-                if (tid == 0) {
-                    *fixup_flag = atomicAdd(&p.counters[tile], 1) == c_last - c_first;
-                    __threadfence();  // (acquire: the observing thread fences before the barrier passes it on)
+                bool owner_sums = false;
+                if (cta == c_first && !(p.dev_flags & 256)) {
+                    ptx::named_bar_sync(kBarEpilogue, 256);  // every thread has read the flag's last value
+                    if (tid == 0) {
+                        const volatile int *count = p.counters + tile;
+                        int spins = 0;
+                        while (*count != c_last - c_first && ++spins < kOwnerSpins) __nanosleep(64);
+                        *fixup_flag = *count == c_last - c_first;
+                        __threadfence();  // (acquire: the others fenced their slots before counting)
+                    }
+                    ptx::named_bar_sync(kBarEpilogue, 256);
+                    owner_sums = *fixup_flag != 0;
                 }
-                ptx::named_bar_sync(kBarEpilogue, 256);
-                const bool last = *fixup_flag != 0;
-                if (!last) continue;
-                __threadfence();
-                // the first contributor's slot replaces acc (this CTA's own values are dead once in its slot: they
-                // must not stay live across the barriers, 128 accumulators fill the 168 registers ptxas allots), the
-                // others add, in CTA order; 4 float4 loads in flight at a time (the compiler barrier keeps them from
-                // being hoisted)
-                {
+                if (!owner_sums) {
+                    float4 *mine = reinterpret_cast<float4 *>(slot(cta));
+#pragma unroll
+                    for (int i = 0; i < BN / 8; i++)
+                        mine[i * 256 + tid] = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
+                    __threadfence();
+                    ptx::named_bar_sync(kBarEpilogue, 256);
+                    if (tid == 0) {
+                        *fixup_flag = atomicAdd(&p.counters[tile], 1) == c_last - c_first;
+                        __threadfence();  // (acquire: the observing thread fences before the barrier passes it on)
+                    }
+                    ptx::named_bar_sync(kBarEpilogue, 256);
+                    const bool last = *fixup_flag != 0;
+                    if (!last) continue;
+                    __threadfence();
+                    // the first contributor's slot replaces acc (this CTA's own values are dead once in its slot: they
+                    // must not stay live across the barriers, 128 accumulators fill the 168 registers ptxas allots)
                     const float4 *src = reinterpret_cast<const float4 *>(slot(c_first));
 #pragma unroll
                     for (int i = 0; i < BN / 8; i++) {
                         const float4 v = __ldcg(src + i * 256 + tid);
                         acc[4 * i] = v.x, acc[4 * i + 1] = v.y, acc[4 * i + 2] = v.z, acc[4 * i + 3] = v.w;
                     }
+                } else {
+                    __threadfence();
                 }
+                // the others add, in CTA order; 4 float4 loads in flight at a time (the compiler barrier keeps them
+                // from being hoisted)
                 for (int c = c_first + 1; c <= c_last; c++) {
                     const float4 *src = reinterpret_cast<const float4 *>(slot(c));
 #pragma unroll

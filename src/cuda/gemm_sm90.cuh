@@ -16,13 +16,14 @@ namespace latte {
 
 // How a problem is cut. bn: weight rows per tile (64, 128, 192 or 256; a tile is always 128 rows of A).
 // stream_k: the k-iterations of all tiles are dealt to the CTAs in equal contiguous ranges, so a tile may be shared by
-// several CTAs (fp32 partials in the workspace, summed by the last to finish); otherwise every tile runs whole in one
+// several CTAs (fp32 partials in the workspace, summed by the tile's owner); otherwise every tile runs whole in one
 // CTA (whole tiles dealt in equal contiguous ranges).
 struct GemmSm90Config {
     int bn;
     bool stream_k;
     int dev_flags;  // timing experiments only (tests/gpu_gemm_sm90.cu), 0 everywhere else: 1 no L2 eviction hints,
-                    // 4 no stores, 32 no loads of A, 128 no stream-K fixup (these three: wrong results)
+                    // 4 no stores, 32 no loads of A, 128 no stream-K fixup (these three: wrong results), 256 a shared
+                    // tile's owner does not wait: every contributor writes its slot, the last to count sums
 };
 
 // This build has the sm_90a kernel, `device` is compute capability 9.0 with the shared memory it needs, and the driver

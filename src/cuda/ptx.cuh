@@ -474,6 +474,56 @@ __device__ __forceinline__ void bulk_load_hint(uint32_t dst, const void *src, ui
 #endif
 }
 
+// ---- thread block clusters (sm_90a): CTAs of a cluster reach each other's shared memory and mbarriers ----
+// This CTA's rank in its cluster (0 when launched without clusters).
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+    uint32_t r = 0;
+#if LATTE_PTX_SM90A
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+#endif
+    return r;
+}
+// All threads of every CTA of the cluster: arrive (release) and wait (acquire). Before a CTA's first copy into a
+// peer (the peer's mbarriers are initialized) and before it exits (no peer still copies into it or arrives on it).
+__device__ __forceinline__ void cluster_sync() {
+#if LATTE_PTX_SM90A
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+// The address, in the cluster's shared window, of this CTA's shared-memory address `addr` in the CTA of rank `rank`.
+__device__ __forceinline__ uint32_t mapa_shared(uint32_t addr, uint32_t rank) {
+    uint32_t r = addr;
+#if LATTE_PTX_SM90A
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+#endif
+    return r;
+}
+// Arrive on the mbarrier at `cluster_bar`, a mapa_shared address (possibly another CTA's).
+__device__ __forceinline__ void mbarrier_arrive_cluster(uint32_t cluster_bar) {
+#if LATTE_PTX_SM90A
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
+#endif
+}
+// mbarrier_arrive_cluster with release semantics at cluster scope (this thread's earlier accesses, for a peer).
+__device__ __forceinline__ void mbarrier_arrive_cluster_release(uint32_t cluster_bar) {
+#if LATTE_PTX_SM90A
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
+#endif
+}
+// tma_load_3d_hint into every CTA of `cta_mask` (bit r: the CTA of rank r): one read of the box, the bytes land at
+// `dst` in each of them and complete on the mbarrier at offset `bar` in each of them.
+__device__ __forceinline__ void tma_load_3d_multicast(uint32_t dst, const void *tmap, int c0, int c1, int c2, uint32_t bar,
+                                                      uint16_t cta_mask, uint64_t policy) {
+#if LATTE_PTX_SM90A
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster.L2::cache_hint"
+        " [%0], [%1, {%2, %3, %4}], [%5], %6, %7;\n"
+        ::"r"(dst), "l"(reinterpret_cast<uint64_t>(tmap)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(cta_mask),
+          "l"(policy)
+        : "memory");
+#endif
+}
+
 // ---- programmatic dependent launch (sm_90 and later; no-ops on older targets and for grids launched without the
 //      programmatic-stream-serialization attribute) ----
 // Wait until the grid this one programmatically depends on has completed and its memory writes are visible.
