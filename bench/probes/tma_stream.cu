@@ -264,6 +264,24 @@ __global__ void __launch_bounds__(64, 1) mcast_kernel(const __grid_constant__ CU
 #endif
 }
 
+// The tensor maps of the ring and mcast modes: the weights, `ctas`·R rows of K bf16 in `buf` (boxes of 64 columns ×
+// R rows), and a new [128][K] activation matrix (boxes of 64 columns × a_box_rows[i] rows, one map each)
+static bool stream_maps(char *buf, int R, int K, int ctas, CUtensorMap *wmap, CUtensorMap *amaps, const uint32_t *a_box_rows,
+                        int n_amaps) {
+    const uint64_t dims[3] = {(uint64_t)K, (uint64_t)ctas * R, 1}, str[2] = {(uint64_t)K * 2, (uint64_t)K * 2 * ctas * R};
+    const uint32_t box[3] = {64, (uint32_t)R, 1};
+    char *act;
+    CK(cudaMalloc(&act, (size_t)128 * K * 2));
+    CK(cudaMemset(act, 0x3c, (size_t)128 * K * 2));
+    const uint64_t adims[3] = {(uint64_t)K, 128, 1}, astr[2] = {(uint64_t)K * 2, (uint64_t)K * 2 * 128};
+    bool ok = tma_encode_bf16_3d(wmap, buf, dims, str, box);
+    for (int i = 0; i < n_amaps; i++) {
+        const uint32_t abox[3] = {64, a_box_rows[i], 1};
+        ok = ok && tma_encode_bf16_3d(&amaps[i], act, adims, astr, abox);
+    }
+    return ok;
+}
+
 int main(int argc, char **argv) {
     const size_t bytes = argc > 1 ? (size_t)atof(argv[1]) * 1e6 : 235ull << 20;
     int sms = 0, l2 = 0;
@@ -305,18 +323,9 @@ int main(int argc, char **argv) {
     if (argc > 2 && !strcmp(argv[2], "mcast")) {  // the out projection's stream: tma_stream MB mcast [R] [K]
         const int R = argc > 3 ? atoi(argv[3]) : 64, K = argc > 4 ? atoi(argv[4]) : 16384;
         const int ctas = (int)(bytes / ((size_t)R * K * 2)) / 4 * 4;
-        const uint64_t dims[3] = {(uint64_t)K, (uint64_t)ctas * R, 1}, str[2] = {(uint64_t)K * 2, (uint64_t)K * 2 * ctas * R};
-        const uint32_t box[3] = {64, (uint32_t)R, 1};
-        char *act;
-        CK(cudaMalloc(&act, (size_t)128 * K * 2));
-        CK(cudaMemset(act, 0x3c, (size_t)128 * K * 2));
-        const uint64_t adims[3] = {(uint64_t)K, 128, 1}, astr[2] = {(uint64_t)K * 2, (uint64_t)K * 2 * 128};
         CUtensorMap wmap, amap[3];
-        bool ok = tma_encode_bf16_3d(&wmap, buf, dims, str, box);
-        for (int i = 0; i < 3; i++) {  // activation boxes of 128, 64, 32 rows (clusters of 1, 2, 4)
-            const uint32_t abox[3] = {64, 128u >> i, 1};
-            ok = ok && tma_encode_bf16_3d(&amap[i], act, adims, astr, abox);
-        }
+        const uint32_t a_rows[3] = {128, 64, 32};  // the activation box of clusters of 1, 2, 4
+        const bool ok = stream_maps(buf, R, K, ctas, &wmap, amap, a_rows, 3);
         if (!ok) {
             printf("  mcast: encode failed\n");
             return 1;
@@ -354,15 +363,9 @@ int main(int argc, char **argv) {
     if (argc > 2 && !strcmp(argv[2], "ring")) {  // the fused query kernel's ring: tma_stream MB ring [R] [K]
         const int R = argc > 3 ? atoi(argv[3]) : 192, K = argc > 4 ? atoi(argv[4]) : 1536;
         const int ctas = (int)(bytes / ((size_t)R * K * 2));
-        const uint64_t dims[3] = {(uint64_t)K, (uint64_t)ctas * R, 1}, str[2] = {(uint64_t)K * 2, (uint64_t)K * 2 * ctas * R};
-        const uint32_t box[3] = {64, (uint32_t)R, 1};
-        char *act;
-        CK(cudaMalloc(&act, (size_t)128 * K * 2));
-        CK(cudaMemset(act, 0x3c, (size_t)128 * K * 2));
-        const uint64_t adims[3] = {(uint64_t)K, 128, 1}, astr[2] = {(uint64_t)K * 2, (uint64_t)K * 2 * 128};
-        const uint32_t abox[3] = {64, 128, 1};
         CUtensorMap wmap, amap;
-        if (!tma_encode_bf16_3d(&wmap, buf, dims, str, box) || !tma_encode_bf16_3d(&amap, act, adims, astr, abox)) {
+        const uint32_t a_rows = 128;
+        if (!stream_maps(buf, R, K, ctas, &wmap, &amap, &a_rows, 1)) {
             printf("  ring: encode failed\n");
             return 1;
         }
