@@ -218,6 +218,9 @@ __device__ __noinline__ void seesaw_schedule(const int *cache_lens, int max_cach
             }
         }
     }
+    // the scratch (buffer 1) is written by the generic proxy and next by the copies (the async proxy): ordered by each
+    // writer's proxy fence before the barrier that precedes the first copy
+    ptx::fence_proxy_async_smem();
     __syncthreads();  // the list is written; the scratch is free again
 }
 #endif
