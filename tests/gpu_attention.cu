@@ -138,6 +138,7 @@ static void run_case(const Case &k, int sms) {
     p.softmax_scale = 1.f / sqrtf(192.f);
     p.batch = B, p.n_heads = H, p.n_splits = n_splits, p.split_len = split_len;
     p.o_partial = d_ws, p.lse_partial = d_ws + (size_t)n_splits * B * H * 512;
+    p.schedule = reinterpret_cast<int *>(reinterpret_cast<char *>(d_ws) + mla_attention_schedule_offset(B, H, n_splits));
     p.o_lat = d_o;
     p.discard_q = k.discard_q ? 1 : 0;
     p.balance = k.balance;
@@ -321,6 +322,7 @@ static MlaAttentionParams big_params(Big &m, int L, bool rotate, int sms, std::v
     p.softmax_scale = 1.f / sqrtf(192.f);
     p.batch = B, p.n_heads = H, p.n_splits = n_splits, p.split_len = split_len;
     p.o_partial = m.ws, p.lse_partial = m.ws + (size_t)n_splits * B * H * 512;
+    p.schedule = reinterpret_cast<int *>(reinterpret_cast<char *>(m.ws) + mla_attention_schedule_offset(B, H, n_splits));
     p.o_lat = m.o;
     return p;
 }

@@ -66,8 +66,10 @@ typedef struct mla_case {
     const char *gemm;      /* LATTE_MLA_GEMM at plan creation ("latte", "cublaslt", "sm90"), NULL: unset (the default) */
     const char *q_fused;   /* LATTE_MLA_Q_FUSED at plan creation ("0": b-d as three launches, "1": the fused query
                               kernel, Hopper only: plan_describe must say so; "1e": "1" with LATTE_MLA_APPEND_IN_Q=0,
-                              the cache append by the down epilogue kernel instead of the fused query kernel), NULL:
-                              unset (the default: fused on Hopper, the append in it) */
+                              the cache append by the down epilogue kernel instead of the fused query kernel; "1p":
+                              "1" with LATTE_MLA_ATTN_PREP=0, the attention's list written by its own launch instead of
+                              the fused query kernel's spare CTA), NULL: unset (the default: fused on Hopper, the append
+                              and the attention's list in it) */
 } mla_case;
 
 static double wall_s(void) {
@@ -136,10 +138,12 @@ static void run_case(const mla_case *k, int tune) {
     if (k->q_fused) setenv("LATTE_MLA_Q_FUSED", k->q_fused[0] == '1' ? "1" : "0", 1);
     else restore_q_fused_env();
     if (k->q_fused && !strcmp(k->q_fused, "1e")) setenv("LATTE_MLA_APPEND_IN_Q", "0", 1);
+    if (k->q_fused && !strcmp(k->q_fused, "1p")) setenv("LATTE_MLA_ATTN_PREP", "0", 1);
     latte_mla_plan gplan = NULL;
     latte_status st = latte_mla_plan_create(&gplan, &cfg, &dw, LATTE_BACKEND_CUDA, NULL);
     unsetenv("LATTE_MLA_SIMPLE_GEMM"); /* read at plan creation only: the plan keeps its choice */
     unsetenv("LATTE_MLA_APPEND_IN_Q");
+    unsetenv("LATTE_MLA_ATTN_PREP");
     restore_q_fused_env();
     restore_gemm_env();
     CHECK(st == LATTE_STATUS_SUCCESS, "%s: GPU plan: %s (%s)", k->name, latte_status_string(st), latte_last_error());
@@ -683,9 +687,10 @@ static void env_checks(void) {
     restore_q_fused_env();
     /* the A/B switches read at plan creation: "0" / "1" work, anything else fails with INVALID_ARGUMENT naming it */
     {
-        const char *names[] = {"LATTE_MLA_APPEND_IN_Q", "LATTE_MLA_DISCARD", "LATTE_MLA_UV_EARLY", "LATTE_MLA_BALANCE"};
+        const char *names[] = {"LATTE_MLA_APPEND_IN_Q", "LATTE_MLA_DISCARD", "LATTE_MLA_UV_EARLY", "LATTE_MLA_BALANCE",
+                               "LATTE_MLA_ATTN_PREP"};
         const char *vals[] = {"0", "1", "no"};
-        for (int n = 0; n < 4; n++)
+        for (int n = 0; n < 5; n++)
             for (int i = 0; i < 3; i++) {
                 setenv(names[n], vals[i], 1);
                 latte_mla_plan plan = NULL;
@@ -778,6 +783,11 @@ int main(void) {
         /* the fused query kernel with the cache append left to the down epilogue kernel (LATTE_MLA_APPEND_IN_Q=0) */
         {"r1 b77 pad fused epilogue",128, 7168, 1536, 77,  LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 700, 650, -1, 6, NULL, 8, 8, 24, 1, 0, NULL, "1e"},
         {"h16 b6 bad lengths fused epilogue",16, 1024, 256, 6, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 0, 0, NULL, "1e"},
+        /* the attention's list: written by its own launch (LATTE_MLA_ATTN_PREP=0) instead of the fused query kernel's
+         * spare CTA (the cases above with random lengths and fewer tiles than SMs), and with no SM spare (256 tiles) */
+        {"r1 b77 pad fused own schedule",128, 7168, 1536, 77, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 700, 650, -1, 6, NULL, 8, 8, 24, 1, 0, NULL, "1p"},
+        {"h64 b256 fused own schedule",64,  2048, 1536, 256, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 320, 300, -1, 8, NULL, 0, 0, 0, 0, 0, NULL, "1p"},
+        {"h128 b160 fused no spare SM",128, 2048, 512, 160, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 300, 299, -1, 8, NULL, 0, 0, 0, 1, 0, NULL, "1"},
     };
     const char *no_lt = getenv("LATTE_TEST_NO_CUBLASLT");
     const int skip_lt = no_lt && no_lt[0] == '1';

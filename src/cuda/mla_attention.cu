@@ -637,9 +637,14 @@ void mla_attention_schedule(int batch, int n_heads, int max_cache_len, int sm_co
     *n_splits = (int)((tokens + *split_len - 1) / *split_len);
 }
 
-size_t mla_attention_workspace_bytes(int batch, int n_heads, int n_splits) {
+size_t mla_attention_schedule_offset(int batch, int n_heads, int n_splits) {
     const size_t rows = (size_t)n_splits * batch * n_heads;
-    return rows * kMlaLatent * sizeof(float) + rows * sizeof(float);
+    return (rows * kMlaLatent * sizeof(float) + rows * sizeof(float) + 255) & ~(size_t)255;
+}
+
+size_t mla_attention_workspace_bytes(int batch, int n_heads, int n_splits) {
+    return mla_attention_schedule_offset(batch, n_heads, n_splits) +
+           (size_t)kMlaScheduleCtasMax * kMlaScheduleRounds * sizeof(int);
 }
 
 cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t stream) {

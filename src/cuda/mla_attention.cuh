@@ -72,15 +72,34 @@ struct MlaAttentionParams {
     // (with unequal lengths some CTAs then take two long items while others idle). A schedule: never changes a
     // result (each item is computed the same way wherever it runs).
     int balance = 1;
+
+    // The balanced schedule's list (mla_attention_schedule.cuh): [grid][kMlaScheduleRounds] ints of workspace
+    // (mla_attention_workspace_bytes counts them, at mla_attention_schedule_offset). nullptr: index order whatever
+    // `balance` says. schedule_ready = 1: an earlier kernel on the stream has written the list for a grid of
+    // schedule_grid CTAs (the layer's fused query kernel, on a spare SM; mla_attention_seesaw_grid says the grid), so
+    // the launch only reads it; 0 (or another grid): the launch writes it first, by a one-CTA kernel.
+    int *schedule = nullptr;
+    int schedule_ready = 0;
+    int schedule_grid = 0;
 };
+
+// The list's bounds: at most this many rounds (more: index order, no list), units ranked (more: index order in the
+// list) and CTAs (a larger grid, dev builds only: index order)
+constexpr int kMlaScheduleRounds = 14, kMlaScheduleUnitsMax = 1024, kMlaScheduleCtasMax = 1024;
 
 // Choose n_splits / split_len for (batch, n_heads, max_cache_len) on a device with sm_count SMs from a cost model
 // (waves of one block per SM × tiles per split, plus the combine's fp32 round trip when split); large batches get
 // one split per sequence. Deterministic: a function of the arguments only.
 void mla_attention_schedule(int batch, int n_heads, int max_cache_len, int sm_count, int *n_splits, int *split_len);
 
-// Workspace the attention needs (o_partial + lse_partial), bytes, for the given schedule.
+// Workspace the attention needs (o_partial, lse_partial, then the schedule's list at mla_attention_schedule_offset),
+// bytes, for the given split schedule.
 size_t mla_attention_workspace_bytes(int batch, int n_heads, int n_splits);
+size_t mla_attention_schedule_offset(int batch, int n_heads, int n_splits);
+
+// The seesaw kernel's grid for these parameters on `device` (0: it would not run), the grid a prepared list must be
+// written for (MlaAttentionParams::schedule_grid).
+int mla_attention_seesaw_grid(const MlaAttentionParams &p, int device);
 
 // Enqueue the split kernel and the combine kernel on `stream`. No allocation, no synchronization.
 // With n_splits == 1 the fast kernels write o_lat (and NaN rows for invalid lengths) themselves and no combine is

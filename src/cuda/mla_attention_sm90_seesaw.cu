@@ -53,6 +53,7 @@
 // previous pair, after the warpgroup's last wgmma (a wgmma issues only once the warp's pending loads are complete).
 #include "cuda/mla_attention.cuh"
 #include "cuda/mla_attention_common.cuh"
+#include "cuda/mla_attention_schedule.cuh"
 #include "cuda/ptx.cuh"
 #include "cuda/tma.cuh"
 
@@ -77,11 +78,10 @@ constexpr uint32_t kStatOff = kBarOff + 256;
 // the row maxima of S0 and of S1, [2][64] each (by pair parity), row_sum[2][64]
 constexpr uint32_t kStatBytes = 6 * kHeads * sizeof(float);
 constexpr size_t kSmemBytes = kStatOff + kStatBytes + 1024;  // + slack to align the base to 1024 bytes
-// The balanced schedule (MlaAttentionParams::balance): this CTA's items, one per round of the snake, in its list, in
-// the mbarriers' slot after the 25 barriers (no more shared memory than before), written by seesaw_schedule (out of
-// line: see there). More rounds than kListMax, or more (sequence, split) units to rank than kRankUnitsMax (the ranking
-// is O(units²) over the CTA): index order.
-constexpr int kListMax = 14, kRankUnitsMax = 1024;
+// The balanced schedule (MlaAttentionParams::balance, mla_attention_schedule.cuh): this CTA's items, one per round, its
+// row of the list copied into the mbarriers' slot after the 25 barriers (no more shared memory than before).
+constexpr int kListMax = kMlaScheduleRounds;
+static_assert(kHeads == kMlaScheduleGroupHeads, "the list's items are the kernel's");
 constexpr uint32_t kListOff = kBarOff + (2 * kChunks + 7) * 8;
 static_assert(kListOff + kListMax * sizeof(int) <= kStatOff, "the list fits the mbarriers' slot");
 static_assert((2 * kChunks + 7) * 8 <= 256, "mbarriers fit their slot");
@@ -90,7 +90,6 @@ static_assert((2 * kChunks + 7) * 8 <= 256, "mbarriers fit their slot");
 // nearly a whole pair (~8,600 cycles, H100 timeline at 512: an S of 36 wgmma, a softmax, two P·V), against ~1,000.
 [[maybe_unused]] constexpr int kTailMax = 4;
 static_assert(kSmemBytes <= 232448, "fits the 227 KB a Hopper block may opt into");
-static_assert(kRankUnitsMax * sizeof(int) <= kTileBytes, "the ranking's keys fit buffer 1 (scratch before any copy)");
 
 #if LATTE_PTX_SM90A  // the device-only part (the sm_80 image and the host pass do not see it)
 constexpr uint32_t kQOff = 0;
@@ -168,61 +167,6 @@ __device__ __forceinline__ SeesawItem seesaw_item(const MlaAttentionParams &p, i
     return it;
 }
 
-// This CTA's list (see the balanced schedule in the kernel), written by all its threads. Out of line (an ABI call, once
-// per CTA): inlined, its ~950 instructions ahead of the pair loops changed how ptxas compiled them, and the layer took
-// ~4 µs more at equal lengths 512-2048 on an H200 even with the schedule switched off at run time. Out of line the
-// kernel compiles as it did without the schedule (down to its one spilled register: a row index, stored once and
-// reloaded at each item's output; scripts/ptxas_check.sh holds this kernel to that). Any change here can move the
-// kernel's allocation too: time the layer at 512 against LATTE_MLA_BALANCE=0 (NOTES, "The attention's schedule over
-// unequal lengths"). `key`: scratch of kRankUnitsMax ints in shared memory.
-__device__ __noinline__ void seesaw_schedule(const int *cache_lens, int max_cache_len, int n_splits, int split_len,
-                                             int n_groups, int n_items, int grid, int cta, int *s_list, int *key) {
-    const int tid = threadIdx.x;
-    const int n_units = (n_items / n_groups), rounds = (n_items + grid - 1) / grid;
-    if (tid < rounds) s_list[tid] = cta + tid * grid < n_items ? cta + tid * grid : -1;
-    if (rounds > 1 && n_units <= kRankUnitsMax) {
-        // key[u] = tiles of unit u (0: reads nothing; −1: padding to a multiple of 4, never counted)
-        const int n_pad = (n_units + 3) & ~3;
-        for (int u = tid; u < n_pad; u += kThreads) {
-            int n_tiles = -1;
-            if (u < n_units) {
-                const int split = u % n_splits, len = cache_lens[u / n_splits], T = len + 1;
-                const int tok_begin = split * split_len, tok_end = min(T, tok_begin + split_len);
-                n_tiles = length_is_valid(len, max_cache_len) && tok_begin < tok_end ? (tok_end - tok_begin + kTile - 1) / kTile : 0;
-            }
-            key[u] = n_tiles;
-        }
-        __syncthreads();
-        // all equal (the reference shapes): index order is as balanced and needs no ranking (which cost ~2 µs at
-        // the start of every CTA in its first, unvectorized version: H200, layer at 512)
-        bool same = true;
-        for (int u = tid; u < n_units; u += kThreads) same &= key[u] == key[0];
-        if (!__syncthreads_and(same)) {
-            const int last = rounds - 1;
-            if (tid == 0 && ((last & 1) ? grid - 1 - cta : cta) >= n_items - last * grid) s_list[last] = -1;
-            const int4 *const key4 = reinterpret_cast<const int4 *>(key);
-            for (int u = tid; u < n_units; u += kThreads) {
-                const int ku = key[u];
-                int r = 0;
-#pragma unroll 4
-                for (int v4 = 0; v4 < n_pad / 4; ++v4) {
-                    const int4 k4 = key4[v4];
-                    const int v = 4 * v4;
-                    r += (k4.x > ku || (k4.x == ku && v < u)) + (k4.y > ku || (k4.y == ku && v + 1 < u)) +
-                         (k4.z > ku || (k4.z == ku && v + 2 < u)) + (k4.w > ku || (k4.w == ku && v + 3 < u));
-                }
-                for (int g = 0; g < n_groups; ++g) {
-                    const int rank = r * n_groups + g, k = rank / grid, i = rank % grid;
-                    if (((k & 1) ? grid - 1 - i : i) == cta) s_list[k] = u * n_groups + g;
-                }
-            }
-        }
-    }
-    // the scratch (buffer 1) is written by the generic proxy and next by the copies (the async proxy): ordered by each
-    // writer's proxy fence before the barrier that precedes the first copy
-    ptx::fence_proxy_async_smem();
-    __syncthreads();  // the list is written; the scratch is free again
-}
 #endif
 
 template <int kExp>
@@ -276,20 +220,19 @@ __global__ void __launch_bounds__(kThreads, 1)
             p.lse_partial[((size_t)it.split * p.batch + it.b) * p.n_heads + it.head0 + tid] = -INFINITY;
         }
     }
-    // This CTA's items, in the order it takes them: one per round k of grid items. Balanced (p.balance): the items
-    // ranked by their tiles, longest first (ties: the lower item first), round k holds ranks [k·grid, (k+1)·grid) and
-    // gives rank k·grid + i to CTA i on an even round and to CTA grid − 1 − i on an odd one; the two head groups of a
-    // (sequence, split) unit take adjacent ranks, so they run side by side on two CTAs and share the unit's tiles in
-    // L2. Why: with round-robin (CTA c takes items c, c + grid, ...) and lengths uniform in [1, 8K], some CTA gets two
-    // long items and the grid takes ~2× the average CTA's work; the snake's rounds pair long with short.
+    // This CTA's items, in the order it takes them: one per round k of grid items. Balanced (p.balance): its row of
+    // the list written before this kernel (mla_attention_schedule.cuh: longest first, in a snake over the CTAs). Why:
+    // with round-robin (CTA c takes items c, c + grid, ...) and lengths uniform in [1, 8K], some CTA gets two long
+    // items and the grid takes ~2× the average CTA's work; the snake's rounds pair long with short. (The launcher
+    // clears p.balance where there is no list.)
     const int grid = (int)gridDim.x, cta = (int)blockIdx.x;
     const int rounds = (n_items + grid - 1) / grid;
-    // the list in shared memory (at most kListMax rounds: else index order, computed): first index order, then,
-    // where lengths differ, the snake. Nothing of this stays in registers (the pair loop is at the register limit).
+    // the list in shared memory: nothing of this stays in registers (the pair loop is at the register limit)
     int *const s_list = reinterpret_cast<int *>(smem + kListOff);
-    if (p.balance && rounds <= kListMax)
-        seesaw_schedule(p.cache_lens, p.max_cache_len, p.n_splits, p.split_len, n_groups, n_items, grid, cta, s_list,
-                        reinterpret_cast<int *>(smem + kKvOff + kTileBytes));  // scratch: buffer 1 (no copy yet)
+    if (p.balance && rounds <= kListMax) {
+        if (tid < rounds) s_list[tid] = p.schedule[cta * kMlaScheduleRounds + tid];
+        __syncthreads();
+    }
     // item of round k for this CTA, or −1 where the last round has none for it
     const auto list_item = [&](int k) -> int {
         if (p.balance && (int)((n_items + gridDim.x - 1) / gridDim.x) <= kListMax) return s_list[k];
@@ -960,10 +903,34 @@ bool encode_q_map(const MlaAttentionParams &p, CUtensorMap *map) {
     return tma_encode_bf16_3d(map, p.q, dims, strides, box);
 }
 
+// The balanced schedule's list when no earlier kernel wrote it: one CTA (mla_attention_schedule.cuh)
+__global__ void __launch_bounds__(256, 1) mla_attention_schedule_kernel(const MlaScheduleArgs a) {
+    __shared__ __align__(16) int key[kMlaScheduleUnitsMax];
+    mla_schedule_write(a, key);
+}
+
 // The grid: one CTA per SM (each takes ~227 KB of smem), or one per item where there are fewer items. Dev builds:
 // LATTE_MLA_SEESAW_CTAS=N caps it at N instead (e.g. a large N: one CTA per item, the non-persistent grid).
+// 0: an error (*e says which), or nothing to do.
+long long seesaw_ctas(const MlaAttentionParams &p, int device, cudaError_t *e) {
+    *e = cudaSuccess;
+    const long long items = (long long)p.n_splits * p.batch * ((p.n_heads + kHeads - 1) / kHeads);
+    if (items > 0x7fffffffLL) return *e = cudaErrorInvalidValue, 0;
+    int sms = 0;
+    if ((*e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) != cudaSuccess) return 0;
+    long long ctas = sms > 0 ? sms : 1;
+#if defined(LATTE_DEV_EXPERIMENTS)
+    static const long long cap = [] {
+        const char *v = getenv("LATTE_MLA_SEESAW_CTAS");
+        return v ? atoll(v) : 0ll;
+    }();
+    if (cap > 0) ctas = cap;
+#endif
+    return ctas > items ? items : ctas;
+}
+
 template <int kExp>
-cudaError_t launch_seesaw(const MlaAttentionParams &p, const CUtensorMap &map, const CUtensorMap &q_map,
+cudaError_t launch_seesaw(const MlaAttentionParams &p_in, const CUtensorMap &map, const CUtensorMap &q_map,
                           const CUtensorMap &o_map, int device, cudaStream_t stream) {
     static std::atomic<unsigned long long> done_mask{0};
     const unsigned long long bit = device >= 0 && device < 64 ? 1ull << device : 0ull;
@@ -973,20 +940,27 @@ cudaError_t launch_seesaw(const MlaAttentionParams &p, const CUtensorMap &map, c
         if (e != cudaSuccess) return e;
         done_mask.fetch_or(bit, std::memory_order_acq_rel);
     }
-    const long long items = (long long)p.n_splits * p.batch * ((p.n_heads + kHeads - 1) / kHeads);
-    if (items > 0x7fffffffLL) return cudaErrorInvalidValue;
-    int sms = 0;
-    const cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    if (e != cudaSuccess) return e;
-    long long ctas = sms > 0 ? sms : 1;
-#if defined(LATTE_DEV_EXPERIMENTS)
-    static const long long cap = [] {
-        const char *v = getenv("LATTE_MLA_SEESAW_CTAS");
-        return v ? atoll(v) : 0ll;
-    }();
-    if (cap > 0) ctas = cap;
-#endif
-    if (ctas > items) ctas = items;
+    cudaError_t e;
+    const long long ctas = seesaw_ctas(p_in, device, &e);
+    if (ctas <= 0) return e;
+    MlaAttentionParams p = p_in;
+    const int n_items = (int)((long long)p.n_splits * p.batch * ((p.n_heads + kHeads - 1) / kHeads));
+    // balanced only with a list: workspace for it, at most kListMax rounds, a grid the list can describe
+    p.balance = p.balance && p.schedule && ctas <= kMlaScheduleCtasMax &&
+                mla_schedule_rounds(n_items, (int)ctas) <= kListMax;
+    if (p.balance && !(p.schedule_ready && p.schedule_grid == ctas)) {
+        MlaScheduleArgs a;
+        a.cache_lens = p.cache_lens;
+        a.max_cache_len = p.max_cache_len;
+        a.n_splits = p.n_splits;
+        a.split_len = p.split_len;
+        a.n_groups = (p.n_heads + kHeads - 1) / kHeads;
+        a.n_items = n_items;
+        a.grid = (int)ctas;
+        a.list = p.schedule;
+        mla_attention_schedule_kernel<<<1, 256, 0, stream>>>(a);
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    }
     mla_attention_seesaw_kernel<kExp><<<(unsigned)ctas, kThreads, kSmemBytes, stream>>>(map, q_map, o_map, p);
     return cudaGetLastError();
 }
@@ -1014,6 +988,12 @@ cudaError_t mla_attention_seesaw_item_trace_clear() {
     return e;
 }
 #endif
+
+int mla_attention_seesaw_grid(const MlaAttentionParams &p, int device) {
+    cudaError_t e;
+    const long long ctas = seesaw_ctas(p, device, &e);
+    return e == cudaSuccess && ctas > 0 ? (int)ctas : 0;
+}
 
 cudaError_t mla_attention_seesaw_launch(const MlaAttentionParams &p_in, int device, cudaStream_t stream) {
     MlaAttentionParams p = p_in;

@@ -45,6 +45,8 @@
 //                             at once, so its CTAs load their first weight stages on the SMs the attention leaves)
 //   LATTE_MLA_BALANCE=0       the Hopper attention's CTAs take items c, c + grid, ... (unset / 1: longest first, dealt
 //                             in a snake over the CTAs: MlaAttentionParams::balance)
+//   LATTE_MLA_ATTN_PREP=0     the attention's list written by its own launch (a one-CTA kernel ahead of it); unset / 1:
+//                             by a spare CTA of the fused query kernel where it has one (MlaQAbsorbArgs::attn)
 // How each projection runs is a per-shape choice kept in the plan's shape table: a shape is (batch, x row
 // stride, y row stride), since cuBLASLt's layouts and algorithms depend on them. The first run of a shape
 // makes its entry (host work only: layouts and heuristic queries, nothing enqueued): per projection the
@@ -146,6 +148,7 @@ struct MlaCudaPlan {
     bool discard_scratch;           // the run's last readers of q_attn and o_lat drop them from L2 (LATTE_MLA_DISCARD)
     bool uv_early;                  // the attention lets an sm90 W_UV launch at once (PDL) (LATTE_MLA_UV_EARLY)
     bool balance;                   // the attention's items dealt longest first (LATTE_MLA_BALANCE)
+    bool attn_prep;                 // the fused query kernel's spare CTA writes the attention's list (LATTE_MLA_ATTN_PREP)
     latte::LtContext lt;
     std::mutex shape_mutex;         // guards the shape table (runs of one plan may come from several threads)
     RunShape *shapes[kMaxShapes];
@@ -343,6 +346,7 @@ latte::MlaQAbsorbArgs q_absorb_args(const MlaCudaPlan *cp, const latte_mla_confi
     a.cache_batch_stride = a.cache_row_stride = 0;
     a.rotate_keys = 0;
     a.bad_lengths = nullptr;
+    a.attn = latte::MlaScheduleArgs{};  // no attention preparation (the run sets it where it applies)
     return a;
 }
 
@@ -456,6 +460,8 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
         !env_switch("LATTE_MLA_UV_EARLY", 1, &uv_early_want) || !env_switch("LATTE_MLA_BALANCE", 1, &balance_want))
         return LATTE_STATUS_INVALID_ARGUMENT;
     const bool append_in_q = append_want != 0, discard_scratch = discard_want != 0, uv_early = uv_early_want != 0;
+    int attn_prep_want = 1;
+    if (!env_switch("LATTE_MLA_ATTN_PREP", 1, &attn_prep_want)) return LATTE_STATUS_INVALID_ARGUMENT;
     const latte::CublasLtApi *lt_api = nullptr;
     if (want_lt) {
         const char *why = nullptr;
@@ -477,6 +483,7 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
     cp->discard_scratch = discard_scratch;
     cp->uv_early = uv_early;
     cp->balance = balance_want != 0;
+    cp->attn_prep = attn_prep_want != 0;
     if ((e = latte::gemm_bf16_setup(&cp->gemm))) {
         delete cp;
         return cuda_fail(e, "GEMM kernel setup");
@@ -675,6 +682,32 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
         if (latte::mla_q_absorb_sm90_supports(qf, true)) qa = qf, append_in_q = true;
     }
     const bool q_fused = sel.q_fused && latte::mla_q_absorb_sm90_supports(qa, true);
+    // The attention's balanced schedule: its list in the attention's workspace slice, written by the fused query
+    // kernel's spare CTA where there is one (the attention then starts with one load of it), else by the attention's
+    // launch (a one-CTA kernel ahead of it)
+    int *const attn_schedule = (int *)(ws + L.attn + latte::mla_attention_schedule_offset((int)M, H, L.attn_splits));
+    int attn_schedule_grid = 0;
+    if (q_fused && cp->balance && cp->attn_prep && latte::mla_q_absorb_sm90_spare_sm(qa, cp->gemm.sm_count)) {
+        latte::MlaAttentionParams gp;
+        gp.batch = (int)M;
+        gp.n_heads = H;
+        gp.n_splits = L.attn_splits;
+        const int grid = latte::mla_attention_seesaw_grid(gp, dev);
+        const int groups = (H + latte::kMlaScheduleGroupHeads - 1) / latte::kMlaScheduleGroupHeads;
+        const int n_items = groups * L.attn_splits * (int)M;  // < 2^31: the attention's launch checks the same
+        if (grid > 0 && grid <= latte::kMlaScheduleCtasMax &&
+            latte::mla_schedule_rounds(n_items, grid) <= latte::kMlaScheduleRounds) {
+            qa.attn.cache_lens = a->cache_lens;
+            qa.attn.max_cache_len = (int)a->max_cache_len;
+            qa.attn.n_splits = L.attn_splits;
+            qa.attn.split_len = L.attn_split_len;
+            qa.attn.n_groups = groups;
+            qa.attn.n_items = n_items;
+            qa.attn.grid = grid;
+            qa.attn.list = attn_schedule;
+            attn_schedule_grid = grid;
+        }
+    }
     if (cp->use_lt) {
         // cuBLASLt's runtime enqueues on the driver's current context: make sure it is this device's primary
         // context on this thread (a no-op when it is already; not a stream operation, so capture-safe)
@@ -801,6 +834,9 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
         // attention's CTAs leave and load W_UV's first stages during the attention's tail
         ap.launch_dependents = cp->uv_early && on_sm90[kUv] ? 1 : 0;
         ap.balance = cp->balance ? 1 : 0;
+        ap.schedule = attn_schedule;
+        ap.schedule_ready = attn_schedule_grid > 0 ? 1 : 0;
+        ap.schedule_grid = attn_schedule_grid;
         if ((e = latte::mla_attention_launch(ap, stream))) return cuda_fail(e, "attention launch");
         LATTE_PHASE_CHECK("attention");
     }

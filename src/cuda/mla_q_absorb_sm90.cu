@@ -71,6 +71,8 @@ struct QAbsorbParams {
     int64_t cache_batch_stride, cache_row_stride;
     int rotate_keys;
     unsigned long long *bad_lengths;
+    int tile_grid;  // CTAs that take tiles; a CTA beyond them writes the attention's list (attn.list set)
+    MlaScheduleArgs attn;
 };
 
 #if LATTE_PTX_SM90A
@@ -88,12 +90,16 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     return *reinterpret_cast<const uint32_t *>(&v);
 }
 __device__ __forceinline__ float bf16_round(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+
+// The spare CTA's work (MlaQAbsorbArgs::attn): the attention's list. Out of line: nothing of it enters the tiles'
+// register allocation. `key`: shared memory of kMlaScheduleUnitsMax ints.
+__device__ __noinline__ void write_attention_schedule(const QAbsorbParams &p, int *key) { mla_schedule_write(p.attn, key); }
 #endif
 
 __global__ void __launch_bounds__(kThreads, 1)
     mla_q_absorb_sm90_kernel(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
                              const __grid_constant__ CUtensorMap u_map, const __grid_constant__ CUtensorMap o_map,
-                             const QAbsorbParams p) {
+                             const __grid_constant__ QAbsorbParams p) {
 #if LATTE_PTX_SM90A
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const uint32_t raw_u32 = ptx::smem_u32(smem_raw);
@@ -101,6 +107,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t base = ptx::smem_u32(smem);
     const uint32_t full0 = base + kBarOff, empty0 = full0 + 8u * kStages;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    if ((int)blockIdx.x >= p.tile_grid) {  // the attention's schedule (this CTA is launched only with attn.list set)
+        write_attention_schedule(p, reinterpret_cast<int *>(smem));
+        return;
+    }
 
     if (tid == 0) {
         for (int s = 0; s < kStages; s++) {
@@ -112,7 +122,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();
     ptx::griddep_launch_dependents();
 
-    const int grid = gridDim.x, cta = blockIdx.x;
+    const int grid = p.tile_grid, cta = blockIdx.x;
     const int t_begin = (int)((unsigned)cta * (unsigned)p.tiles / (unsigned)grid);
     const int t_end = (int)((unsigned)(cta + 1) * (unsigned)p.tiles / (unsigned)grid);
     const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);  // warp-uniform for ptxas (the wgmma stay asynchronous)
@@ -353,6 +363,11 @@ bool mla_q_absorb_sm90_supports(const MlaQAbsorbArgs &a, bool check_pointers) {
            aligned16(a.q_lora) && aligned16(a.wq_up) && aligned16(a.w_uk_t) && aligned16(a.q_attn);
 }
 
+bool mla_q_absorb_sm90_spare_sm(const MlaQAbsorbArgs &a, int sm_count) {
+    const int64_t tiles = (a.batch + kBM - 1) / kBM * a.n_heads;
+    return sm_count > 0 && tiles < sm_count;
+}
+
 cudaError_t mla_q_absorb_sm90_launch(const MlaQAbsorbArgs &a, int sm_count, bool pdl, cudaStream_t stream) {
     if (!mla_q_absorb_sm90_supports(a, true)) return cudaErrorNotSupported;
     const uint64_t M = (uint64_t)a.batch, H = (uint64_t)a.n_heads, dq = (uint64_t)a.dq;
@@ -393,7 +408,11 @@ cudaError_t mla_q_absorb_sm90_launch(const MlaQAbsorbArgs &a, int sm_count, bool
     k.rotate_keys = a.rotate_keys;
     k.bad_lengths = a.bad_lengths;
     const int sms = sm_count > 0 ? sm_count : 1;
-    const int grid = k.tiles < sms ? k.tiles : sms;
+    k.tile_grid = k.tiles < sms ? k.tiles : sms;
+    k.attn = a.attn;
+    const bool prep_cta = a.attn.list && mla_q_absorb_sm90_spare_sm(a, sm_count);
+    if (!prep_cta) k.attn.list = nullptr;
+    const int grid = k.tile_grid + (prep_cta ? 1 : 0);
 
     int device = 0;
     cudaError_t e = cudaGetDevice(&device);

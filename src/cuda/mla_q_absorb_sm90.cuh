@@ -16,6 +16,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "cuda/mla_attention_schedule.cuh"
+
 namespace latte {
 
 struct MlaQAbsorbArgs {
@@ -41,6 +43,10 @@ struct MlaQAbsorbArgs {
     int64_t cache_batch_stride, cache_row_stride;
     int rotate_keys;
     unsigned long long *bad_lengths;
+    // The attention's balanced schedule (mla_attention_schedule.cuh), written by one more CTA on an SM the tiles leave
+    // free (mla_q_absorb_sm90_spare_sm; attn.list null: none) for the attention that follows, which then only reads it.
+    // Nothing of it waits for the kernel before (the lengths are an input of the step).
+    MlaScheduleArgs attn;
 };
 
 // This build has the sm_90a kernel and `device` can run it (compute capability 9.0, the shared memory, a driver that
@@ -52,7 +58,11 @@ bool mla_q_absorb_sm90_available(int device);
 // aligned.
 bool mla_q_absorb_sm90_supports(const MlaQAbsorbArgs &a, bool check_pointers);
 
-// Enqueue it (one CTA per SM at most). pdl: launch with programmatic stream serialization (the CTAs load their first
+// Whether a launch on sm_count SMs leaves an SM free for the attention's schedule (MlaQAbsorbArgs::attn): the
+// tiles (heads × batch tiles of 128) take fewer CTAs than there are SMs.
+bool mla_q_absorb_sm90_spare_sm(const MlaQAbsorbArgs &a, int sm_count);
+
+// Enqueue it (one CTA per SM at most, and the schedule's CTA where attn.list is set and an SM is spare). pdl: launch with programmatic stream serialization (the CTAs load their first
 // weights before waiting for the previous kernel). cudaErrorNotSupported (nothing enqueued): not available, or the
 // arguments break the layout rules, or the tensor maps could not be encoded.
 cudaError_t mla_q_absorb_sm90_launch(const MlaQAbsorbArgs &a, int sm_count, bool pdl, cudaStream_t stream);
