@@ -39,7 +39,8 @@
 //   where an item's end went instead, and the two changes below took it from ~9 to ~4.6 µs an item:
 // The tail: every reference length attends 64k + 1 tokens, so an item's last tile held one token and cost a pair
 //   (~8,600 cycles: an S of 36 wgmma, a softmax, two P·V). A last tile of ≤ kTailMax tokens alone in its pair goes
-//   through the CUDA cores (tail_scores, tail_update: ~2 µs, mostly the scores' shared-memory loads).
+//   through the CUDA cores (tail_scores, tail_update: ~2 µs, mostly the scores' shared-memory loads; the scores now
+//   go through one warpgroup's tensor cores, m64n8).
 // The output: stored from the registers, o_lat took ~5 µs an item (8 µs with 16-byte stores after a quad transpose);
 //   it is staged in the Q region instead (free once the item's S are done) and written by TMA stores; the next item's
 //   Q is copied in once they have read the region.
@@ -515,63 +516,64 @@ __global__ void __launch_bounds__(kThreads, 1)
     // 2^(from − to) for a running max that moved from `from` to `to` (1 while both are −inf)
     const auto rescale = [](float from, float to) { return to == -INFINITY ? 1.f : fast_exp2((from - to) * kLog2e); };
 
-    // The tail (kTailMax): the scores of its n tokens (rows 0..n-1 of buffer 0) for the 64 heads, four threads a head
-    // (16-byte units part, part + 4, ... of the row: for the rope chunk, a unit pair the rotation pairs), rounded as the
-    // reference rounds them, into s_tail[n][64]: rows 32.. of buffer 0's chunk 0, scratch once the tile has landed (rows
-    // ≥ n are never read)
+    // The tail (kTailMax): the scores of its n tokens (rows 0..n-1 of buffer 0) for the 64 heads, by warpgroup 0's
+    // tensor cores: 36 wgmma m64n8k16 (A = Q, B = the tile's rows 0..7; rows n..7 hold other data, NaN in the tests:
+    // only their own columns, never read, see it), after WG0's threads 0..4n-1 have rotated the n rows' k_pe units in
+    // place (the reference convention; V reads only the latent chunks). Rounded as the reference rounds them into
+    // s_tail[n][64]: rows 32.. of buffer 0's chunk 0, scratch once the tile has landed (the wgmma read rows 0..7).
+    // It was four CUDA-core threads a head: ~1.5 µs an item in the scores' shared-memory loads (H100 timeline).
     unsigned char *const tail_tile_ptr = smem + kKvOff;  // buffer 0
     float *const s_tail = reinterpret_cast<float *>(tail_tile_ptr + 32 * 128);
     uint32_t tails_done = 0;  // the parity of the tail hand-off
-    const auto dot8 = [](float acc, uint4 a, uint4 b) {
-        const uint32_t av[4] = {a.x, a.y, a.z, a.w}, bv[4] = {b.x, b.y, b.z, b.w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&av[i]));
-            const float2 y = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&bv[i]));
-            acc = fmaf(x.x, y.x, acc);
-            acc = fmaf(x.y, y.y, acc);
-        }
-        return acc;
-    };
     const auto tail_scores = [&](int t_first, int n, uint32_t parity) {
-        const int h = tid / 4, part = tid % 4;
-        // this thread's cos/sin for the first token, requested before the tile is waited for
+        const int rot_row = wtid / 4, rot_u = wtid % 4;  // this thread's unit pair (u, u + 4) of a k_pe row
+        const bool rotator = wg == 0 && rotate && wtid < 4 * n;
         uint4 tc_lo = make_uint4(0, 0, 0, 0), tc_hi = tc_lo, ts_lo = tc_lo, ts_hi = tc_lo;
-        const auto tables = [&](int t) {
-            if (!rotate) return;
-            const uint4 *c = reinterpret_cast<const uint4 *>(p.rope_cos + (size_t)t * kMlaRope) + part;
-            const uint4 *sn = reinterpret_cast<const uint4 *>(p.rope_sin + (size_t)t * kMlaRope) + part;
+        if (rotator) {  // requested before the tile is waited for
+            const uint4 *c = reinterpret_cast<const uint4 *>(p.rope_cos + (size_t)(t_first + rot_row) * kMlaRope) + rot_u;
+            const uint4 *sn = reinterpret_cast<const uint4 *>(p.rope_sin + (size_t)(t_first + rot_row) * kMlaRope) + rot_u;
             tc_lo = c[0], tc_hi = c[4], ts_lo = sn[0], ts_hi = sn[4];
-        };
-        tables(t_first);
+        }
 #pragma unroll 1
         for (int c = 0; c < kChunks; ++c) ptx::mbarrier_wait(full_bar(0, c), parity);
         stamp_end(1, items_done);
-#pragma unroll 1
-        for (int j = 0; j < n; ++j) {
-            if (j > 0) tables(t_first + j);
-            float dot = 0.f;
-#pragma unroll 1  // (O is live: more loads in flight spill)
-            for (int k = 0; k < 16; ++k) {  // the latent units part + 4k (chunks 0-7)
-                const int unit = part + 4 * k, c = unit / 8, u = unit % 8;
-                dot = dot8(dot, *reinterpret_cast<const uint4 *>(smem + kQOff + unit_offset(h, c, u)),
-                           *reinterpret_cast<const uint4 *>(tail_tile_ptr + unit_offset(j, c, u)));
-            }
-            uint4 k_lo = *reinterpret_cast<const uint4 *>(tail_tile_ptr + unit_offset(j, 8, part));
-            uint4 k_hi = *reinterpret_cast<const uint4 *>(tail_tile_ptr + unit_offset(j, 8, part + 4));
+        if (wg == 0) {
             if (rotate) {
-                rotate_pair(k_lo.x, k_hi.x, tc_lo.x, tc_hi.x, ts_lo.x, ts_hi.x);
-                rotate_pair(k_lo.y, k_hi.y, tc_lo.y, tc_hi.y, ts_lo.y, ts_hi.y);
-                rotate_pair(k_lo.z, k_hi.z, tc_lo.z, tc_hi.z, ts_lo.z, ts_hi.z);
-                rotate_pair(k_lo.w, k_hi.w, tc_lo.w, tc_hi.w, ts_lo.w, ts_hi.w);
+                if (rotator) {
+                    uint4 *lo_ptr = reinterpret_cast<uint4 *>(tail_tile_ptr + unit_offset(rot_row, 8, rot_u));
+                    uint4 *hi_ptr = reinterpret_cast<uint4 *>(tail_tile_ptr + unit_offset(rot_row, 8, rot_u + 4));
+                    uint4 k_lo = *lo_ptr, k_hi = *hi_ptr;
+                    rotate_pair(k_lo.x, k_hi.x, tc_lo.x, tc_hi.x, ts_lo.x, ts_hi.x);
+                    rotate_pair(k_lo.y, k_hi.y, tc_lo.y, tc_hi.y, ts_lo.y, ts_hi.y);
+                    rotate_pair(k_lo.z, k_hi.z, tc_lo.z, tc_hi.z, ts_lo.z, ts_hi.z);
+                    rotate_pair(k_lo.w, k_hi.w, tc_lo.w, tc_hi.w, ts_lo.w, ts_hi.w);
+                    *lo_ptr = k_lo;
+                    *hi_ptr = k_hi;
+                }
+                ptx::fence_proxy_async_smem();  // the rotated keys, visible to wgmma
+                ptx::named_bar_sync(kBarWg + 0, 128);
             }
-            dot = dot8(dot, *reinterpret_cast<const uint4 *>(smem + kQOff + unit_offset(h, 8, part)), k_lo);
-            dot = dot8(dot, *reinterpret_cast<const uint4 *>(smem + kQOff + unit_offset(h, 8, part + 4)), k_hi);
-            dot += __shfl_xor_sync(0xffffffffu, dot, 1);
-            dot += __shfl_xor_sync(0xffffffffu, dot, 2);
-            if (part == 0) s_tail[j * kHeads + h] = score_reference(dot, p.softmax_scale);
+            float acc[4] = {0.f, 0.f, 0.f, 0.f};
+            ptx::wgmma_fence();
+#pragma unroll
+            for (int c = 0; c < kChunks; ++c) {
+                const uint64_t qd = q_desc0 + (uint64_t)(c * (kChunkBytes >> 4));
+                const uint64_t kd = k_desc0 + (uint64_t)(c * (kChunkBytes >> 4));  // WG0's buffer: 0, the tail's
+#pragma unroll
+                for (int kk = 0; kk < 4; ++kk) ptx::wgmma_m64n8k16_ss(acc, qd + 2 * kk, kd + 2 * kk);
+            }
+            ptx::wgmma_commit();
+            ptx::wgmma_wait<0>();
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {  // tokens 2·t4 + e of rows r0, r1
+                const int j = 2 * t4 + e;
+                if (j < n) {
+                    s_tail[j * kHeads + r0] = score_reference(acc[e], p.softmax_scale);
+                    s_tail[j * kHeads + r1] = score_reference(acc[2 + e], p.softmax_scale);
+                }
+            }
         }
-        ptx::fence_proxy_async_smem();  // the scratch rows, before the tile's next copy overwrites them
+        ptx::fence_proxy_async_smem();  // the scratch rows and rotated keys, before the tile's next copy overwrites them
     };
     // ... then each thread folds the tail into its rows of O: the pair's max, O and the row sums rescaled,
     // O += bf16(p)·v over its 64 columns of the tail rows (the fp32 sum of p once a row: WG0's thread t4 = 0)
@@ -771,9 +773,12 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
         }
 
+        // every wgmma of the pairs is complete here (WG0's last wait is split over two `if (has1)`, which ptxas does not
+        // pair: without this it sees a P·V possibly in flight into the tail's wgmma and serializes them all, C7514)
+        ptx::wgmma_wait<0>();
         if (items_done < kTraceItems) stamp(2 + 3 * items_done);
         stamp_end(0, items_done);
-        // ---- the tail: the item's last tile of a few tokens (in buffer 0), through the CUDA cores ----
+        // ---- the tail: the item's last tile of a few tokens (in buffer 0): scores by WG0's tensor cores, the rest on the CUDA cores ----
         if (cur.tail > 0) {
             const int tail_tile = cur.n_tiles - 1;
             tail_scores(cur.tok_begin + tail_tile * kTile, cur.tail, full_parity0);

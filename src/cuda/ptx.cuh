@@ -263,6 +263,20 @@ __device__ __forceinline__ void bulk_wait() {
 #endif
 }
 
+// D (64x8 fp32, 4 per thread) += A (64x16 bf16, K-major, smem desc) · B (16x8 bf16, K-major, smem desc): the
+// attention's few-token tail. Fragment: d[0], d[1] = row 16·warp + lane/4, columns 2·(lane%4), +1; d[2], d[3] = row + 8.
+__device__ __forceinline__ void wgmma_m64n8k16_ss(float (&d)[4], uint64_t a_desc, uint64_t b_desc) {
+#if LATTE_PTX_SM90A
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, %4, %5, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "l"(a_desc), "l"(b_desc), "r"(1));  // scale-d = 1: D += A·B
+#else
+    (void)d, (void)a_desc, (void)b_desc;
+#endif
+}
+
 // D (64x64 fp32, 32 per thread) += A (64x16 bf16, K-major, smem desc) · B (16x64 bf16, K-major, smem desc).
 // Fragment as for m64n32k16 (j = 0..7).
 __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t a_desc, uint64_t b_desc) {
