@@ -23,7 +23,8 @@ for f in $(grep -l "ptx::wgmma_m" src/cuda/*.cu); do  # the files that issue wgm
   fi
 done
 # The seesaw attention kernel is built without the spill warnings (CMakeLists.txt): its release instantiation may spill
-# one register (8 bytes of stack: a row index, stored once per item), no more (NOTES, "The ranking out of line")
+# one register (8 bytes of stack: a row index, stored once per item; none since e318300), no more (NOTES, "The ranking
+# out of line")
 f=src/cuda/mla_attention_sm90_seesaw.cu
 if "$nvcc" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc -Iinclude --expt-relaxed-constexpr -Xptxas -v \
      -DLATTE_HAVE_SM90A=1 -c "$f" -o "$tmp/x.o" >"$tmp/seesaw.log" 2>&1; then

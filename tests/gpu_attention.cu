@@ -481,12 +481,13 @@ int main() {
     }
 #endif
     // many sequences: more items (sequence, split, 64 heads) than CTAs, so each CTA of the persistent seesaw kernel
-    // takes several in a row, of 1, 2 or more tiles, odd and even counts, invalid lengths and empty splits between
+    // takes several in a row, of 1, 2 or more tiles, odd and even counts, invalid lengths and empty splits between;
+    // T = 64k + 0..4 attended rows: every tail size the tensor-core tail takes (1..kTailMax = 4 tokens)
     const auto random_lens = [](int n, int max_len) {
         std::vector<int> v(n);
         for (int i = 0; i < n; i++) {
             const uint64_t r = rng() % 16;
-            v[i] = r == 0 ? -1 : r == 1 ? max_len + 1 : r == 2 ? (int)(rng() % 3) : r == 3 ? 64 * (int)(rng() % 4) - 1 + (int)(rng() % 3) : (int)(rng() % (max_len + 1));
+            v[i] = r == 0 ? -1 : r == 1 ? max_len + 1 : r == 2 ? (int)(rng() % 3) : r == 3 ? 64 * (int)(rng() % 4) - 1 + (int)(rng() % 5) : (int)(rng() % (max_len + 1));
         }
         return v;
     };
