@@ -11,7 +11,10 @@
 // kernel's balanced one, longest first, and index order: MlaAttentionParams::balance); cache rows past each sequence's end and the
 // padding of q are NaN (a kernel that reads them fails), o_lat's rows are NaN before the call.
 // Tolerance: |o − ref| ≤ 4e-3 · max|ref| + 1e-2 · |ref| + 3e-3 · Σ_t p_t |c_t| (P is rounded to bf16 before P·V, as the
-// reference's bmm does: within 2^-9 Σ p |c|; the sum order differs).
+// reference's bmm does: within 2^-9 Σ p |c|; the sum order differs) + o's change if a score took its other bf16 rounding
+// wherever the exact dot lies within 2^-21 Σ|q·k| of a rounding step (an fp32 sum in any order may land on either side:
+// found with the tensor-core tail, 1 element of 5.2 M at 1.5× the other terms, len 2, the CUDA-core tail on the same
+// side as the reference there; the test prints how many elements needed it).
 // LATTE_ATTN_TIMING=1: then the timing table (=2: the table alone, e.g. for a build with timing experiments) at the reference shapes (batch 128, 128 heads, every sequence at the
 // length; and lengths uniform in [1, 6144], fixed seed, under both schedules): median of 15 launches, each after a
 // read-only L2 flush: µs, TFLOP/s (2·B·H·T·(576 + 512)), cache TB/s.
@@ -24,6 +27,8 @@
 // nothing (the L2 holding the previous launch's lines; the host waits for each launch, so the start event is recorded
 // on an idle GPU and the time includes the launch latency: ~7 µs more at every length on an H100), or burst: 20
 // launches queued back to back between two events (no host wait, no idle GPU), per launch, median of 3.
+// LATTE_TEST_SEED=S: other random data and lengths (default: a fixed seed); LATTE_TEST_FILTER=substring: only the cases
+// whose name holds it.
 // LATTE_ATTN_PROFILE=L: one warm-up and one launch at length L (batch 128, 128 heads) and nothing else (for ncu).
 // Exit 77 (ctest: skipped) without a GPU.
 #include "cuda/mla_attention.cuh"
@@ -156,9 +161,10 @@ static void run_case(const Case &k, int sms) {
     }
 
     // reference, float64 (scores rounded as the reference does)
-    int bad = 0;
+    int bad = 0, n_flip_explained = 0;
     double worst = 0.0;
-    std::vector<double> s, ref(512), ref_abs(512);  // ref_abs[d] = Σ_t p_t |c_t[d]|
+    std::vector<double> s, s_alt, ref(512), ref_abs(512);  // ref_abs[d] = Σ_t p_t |c_t[d]|
+    std::vector<double> flip(512);  // Σ_t p_t |s_alt_t − s_t| (|c_t[d]| + |ref[d]|): o's give under a score's other rounding
     std::vector<float> kpe(64);
     for (int b = 0; b < B; b++) {
         const int len = k.lens[b];
@@ -172,6 +178,7 @@ static void run_case(const Case &k, int sms) {
             const int T = len + 1;
             const uint16_t *qr = &q[b * q_batch + h * q_head];
             s.assign(T, 0.0);
+            s_alt.assign(T, 0.0);
             double mx = -INFINITY;
             for (int t = 0; t < T; t++) {
                 const uint16_t *cr = &cache[b * c_batch + t * row];
@@ -184,10 +191,23 @@ static void run_case(const Case &k, int sms) {
                     const float rot = d < 32 ? -val(cr[512 + d + 32]) : val(cr[512 + d - 32]);
                     kpe[d] = bf(bf(x * val(cos_t[t * 64 + d])) + bf(rot * val(sin_t[t * 64 + d])));
                 }
-                double dot = 0.0;
-                for (int d = 0; d < 512; d++) dot += (double)val(qr[d]) * val(cr[d]);
-                for (int d = 0; d < 64; d++) dot += (double)val(qr[512 + d]) * kpe[d];
+                double dot = 0.0, dot_abs = 0.0;
+                for (int d = 0; d < 512; d++) {
+                    const double x = (double)val(qr[d]) * val(cr[d]);
+                    dot += x, dot_abs += fabs(x);
+                }
+                for (int d = 0; d < 64; d++) {
+                    const double x = (double)val(qr[512 + d]) * kpe[d];
+                    dot += x, dot_abs += fabs(x);
+                }
                 s[t] = bf(bf((float)dot) * p.softmax_scale);
+                // The score's first rounding (the dot to bf16) is a step: an fp32 sum of the 576 products (the
+                // kernel's, or the reference's own) may land on the other side of it from the exact dot, and then the
+                // score moves by a bf16 ulp. Within 2^-21 Σ|q·k| of a step (fp32 accumulation), the other rounding is
+                // as right as this one: s_alt is it (else s_alt = s), and the tolerance takes o's change under it.
+                const double eps = dot_abs * 0x1p-21;
+                const double lo = bf(bf((float)(dot - eps)) * p.softmax_scale), hi = bf(bf((float)(dot + eps)) * p.softmax_scale);
+                s_alt[t] = lo != s[t] ? lo : hi;
                 mx = std::max(mx, s[t]);
             }
             double l = 0.0;
@@ -201,21 +221,35 @@ static void run_case(const Case &k, int sms) {
             }
             double rmax = 0.0;
             for (int d = 0; d < 512; d++) ref[d] /= l, ref_abs[d] /= l, rmax = std::max(rmax, fabs(ref[d]));
+            std::fill(flip.begin(), flip.end(), 0.0);
+            int n_alt = 0;
+            for (int t = 0; t < T; t++) {
+                if (s_alt[t] == s[t]) continue;
+                n_alt++;
+                const double w = exp(s[t] - mx) / l * fabs(s_alt[t] - s[t]) * 1.1;  // ∂o/∂s_t = p_t (c_t − o), + 10%
+                const uint16_t *cr = &cache[b * c_batch + t * row];
+                for (int d = 0; d < 512; d++) flip[d] += w * (fabs(val(cr[d])) + fabs(ref[d]));
+            }
             for (int d = 0; d < 512; d++) {
                 const double got = val(orow[d]), err = fabs(got - ref[d]);
                 // + the bf16 rounding of P (each p within 2^-9 p of the exact one, as the reference's bmm rounds it):
                 // |Σ (p̃ − p) c| ≤ 2^-9 Σ p |c|, which max|ref| does not bound where the average cancels (found
                 // once: 1 element of 13.8 M at 1.26× the first two terms)
-                const double tol = 4e-3 * rmax + 1e-2 * fabs(ref[d]) + 3e-3 * ref_abs[d];
+                const double tol = 4e-3 * rmax + 1e-2 * fabs(ref[d]) + 3e-3 * ref_abs[d] + flip[d];
                 if (!(err <= tol)) {
                     if (bad < 5)
-                        printf("  %s: b %d h %d d %d: got %g, ref %g (len %d)\n", k.name, b, h, d, got, ref[d], len);
+                        printf("  %s: b %d h %d d %d: got %g, ref %g (len %d; %d of its scores near a rounding step)\n",
+                               k.name, b, h, d, got, ref[d], len, n_alt);
                     bad++;
                 }
+                if (flip[d] > 0 && err > tol - flip[d]) n_flip_explained++;
                 if (rmax > 0) worst = std::max(worst, err / rmax);
             }
         }
     }
+    if (n_flip_explained)
+        printf("  %s: %d element(s) within tolerance only with a score's other rounding (a dot near a bf16 step)\n",
+               k.name, n_flip_explained);
     if (guard_bad) printf("  %s: %d guard values around q changed (a line outside q was discarded)\n", k.name, guard_bad);
     bad += guard_bad;
     g_checks++;
@@ -523,8 +557,11 @@ int main() {
         {"discarded q asked, padded q (refused)", 3, 16, 150, {150, 20, 99}, true, 24, 8, 1.f, 1.f, true},
     };
     const char *timing = getenv("LATTE_ATTN_TIMING");
-    if (!timing || atoi(timing) != 2)
-        for (const Case &c : cases) run_case(c, sms);
+    if (!timing || atoi(timing) != 2) {
+        const char *filter = getenv("LATTE_TEST_FILTER");  // only the cases whose name holds it
+        for (const Case &c : cases)
+            if (!filter || !*filter || strstr(c.name, filter)) run_case(c, sms);
+    }
     if (timing && atoi(timing) != 0) {
         const int lens[] = {512, 1024, 2048, 4096, 6144};
         Big m;
