@@ -205,10 +205,16 @@ def test_mla_workspace_cached_and_plan_owns_weights(rng):
     mla = layer({n: w.copy() for n, w in W.items()}, cfg)  # the copies die here: the plan must own its weights
     import gc
     gc.collect()
+    junk = [np.full(w.shape, np.nan, w.dtype) for w in W.values()]  # likely in the freed copies' memory
     y = mla(x, cache.copy(), lens, cos, sin)
-    # the same criterion as test_mla_layer (the strict check against the bf16 reference is noisy at tiny sizes:
-    # it failed for LATTE_TEST_SEED=3702183730)
-    assert (np.abs(f64(y) - y_exact) / (8e-3 + 2e-2 * np.abs(y_exact))).max() <= 1.5
+    del junk
+    # The plan owns its weights: a plan made from the original (live) weights gives the same bits (the CPU backend is
+    # deterministic). Accuracy is check_run's business; here only a loose bound against the exact function (a per-element
+    # bound is noisy at these tiny sizes: 1.96x check_run's at LATTE_TEST_SEED=868171423, the bf16 one failed at
+    # LATTE_TEST_SEED=3702183730)
+    with layer(W, cfg) as fresh:
+        assert (bits(y) == bits(fresh(x, cache.copy(), lens, cos, sin))).all()
+    assert np.linalg.norm(f64(y) - y_exact) / np.linalg.norm(y_exact) < 3e-2
     mla(x, cache.copy(), lens, cos, sin)
     mla(x, cache.copy(), lens, cos, sin, max_cache_len=6)
     assert set(mla._workspaces) == {(2, 11), (2, 6)}
