@@ -729,6 +729,12 @@ int main(void) {
     static int32_t bad_lens256[256];
     for (int b = 0; b < 256; b++) bad_lens256[b] = (int32_t)test_randint(0, 300);
     bad_lens256[7] = -1, bad_lens256[100] = 301, bad_lens256[200] = INT32_MIN, bad_lens256[255] = 300, bad_lens256[0] = 0;
+    /* lengths 64k (T = 64k + 1: the new token alone in a last tile; k even: an odd tile count, where the attention's
+     * few-token tail takes it, its rows copied alone from a cache with real rows past them), their neighbours, 0, and a
+     * random rest */
+    static int32_t tok_lens[40];
+    for (int b = 0; b < 40; b++) tok_lens[b] = b < 16 ? 64 * b : (int32_t)test_randint(0, 1100);
+    tok_lens[16] = 127, tok_lens[17] = 129, tok_lens[18] = 1024, tok_lens[19] = 1100, tok_lens[20] = 1088;
     /* Magnitudes: the scores scale with x * wscale^3 * cache. Past a score spread of a few units the softmax
      * is so peaked that one bf16 ulp of q_lat (any two summation orders differ by that) moves y past the
      * reference tolerance, for every implementation (the simple CUDA kernels and the CPU backend disagree
@@ -788,6 +794,10 @@ int main(void) {
         {"r1 b77 pad fused own schedule",128, 7168, 1536, 77, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 700, 650, -1, 6, NULL, 8, 8, 24, 1, 0, NULL, "1p"},
         {"h64 b256 fused own schedule",64,  2048, 1536, 256, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 320, 300, -1, 8, NULL, 0, 0, 0, 0, 0, NULL, "1p"},
         {"h128 b160 fused no spare SM",128, 2048, 512, 160, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 300, 299, -1, 8, NULL, 0, 0, 0, 1, 0, NULL, "1"},
+        /* lengths 64k (the attention's few-token tail, its rows alone from a cache with NaN rows past them), both
+         * conventions, padded strides */
+        {"h128 b40 tail lengths",    128, 2048, 512,  40,  LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 1200, 1100, -1, 40, tok_lens, 0, 0, 0, 1, 0, NULL, "1"},
+        {"h64 b40 tail lengths stored pad",64, 1024, 512, 40, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 1200, 1100, -1, 40, tok_lens, 8, 8, 16, 0, 0, NULL, "1"},
     };
     const char *no_lt = getenv("LATTE_TEST_NO_CUBLASLT");
     const int skip_lt = no_lt && no_lt[0] == '1';
