@@ -63,6 +63,7 @@ void load_once() {
     LATTE_RESOLVE(MatmulAlgoConfigGetAttribute, cublasLtMatmulAlgoConfigGetAttribute);
     LATTE_RESOLVE(MatmulAlgoCheck, cublasLtMatmulAlgoCheck);
 #undef LATTE_RESOLVE
+    if (!resolve(lib, "cublasLtMatmulAlgoCapGetAttribute", &a.MatmulAlgoCapGetAttribute)) a.MatmulAlgoCapGetAttribute = nullptr;
     if (!ok) {
         g_why = "libcublasLt lacks a function latte needs";
         return;  // the library stays open: harmless, and dlclose of a half-used library is not
@@ -232,11 +233,50 @@ int lt_gemm_candidates(const LtContext &ctx, const LtGemm &g, cublasLtMatmulAlgo
                 add(algo);
         }
     }
+    // The top-1's neighbourhood: its algorithm id with every tile it offers, unsplit, under the usual cluster shapes
+    // (its stages and other settings as the heuristic left them; custom option 0)
+    if (found > 0 && api->MatmulAlgoCapGetAttribute) {
+        const cublasLtMatmulAlgo_t base = g.algo;
+        uint32_t tiles[1024];
+        size_t bytes = 0;
+        if (api->MatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_TILE_IDS, tiles, sizeof tiles, &bytes) !=
+            CUBLAS_STATUS_SUCCESS)
+            bytes = 0;
+        const int n_tiles = (int)(bytes / sizeof(uint32_t) < 1024 ? bytes / sizeof(uint32_t) : 1024);
+        static const uint16_t kClusters[kLtClusterShapes] = {  // the attribute is a uint16_t
+            CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1, CUBLASLT_CLUSTER_SHAPE_4x1x1,
+            CUBLASLT_CLUSTER_SHAPE_1x2x1, CUBLASLT_CLUSTER_SHAPE_2x2x1, CUBLASLT_CLUSTER_SHAPE_4x2x1};
+        for (int t = 0; t < n_tiles && n < max_out; t++) {
+            if (tiles[t] == CUBLASLT_MATMUL_TILE_UNDEFINED) continue;
+            for (uint16_t cluster : kClusters) {
+                cublasLtMatmulAlgo_t algo = base;
+                const int32_t one = 1, zero = 0;
+                const uint32_t none = (uint32_t)CUBLASLT_REDUCTION_SCHEME_NONE;
+                if (api->MatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tiles[t], sizeof tiles[t]) !=
+                        CUBLAS_STATUS_SUCCESS ||
+                    api->MatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one, sizeof one) !=
+                        CUBLAS_STATUS_SUCCESS ||
+                    api->MatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &none, sizeof none) !=
+                        CUBLAS_STATUS_SUCCESS ||
+                    api->MatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &zero, sizeof zero) !=
+                        CUBLAS_STATUS_SUCCESS ||
+                    api->MatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster,
+                                                      sizeof cluster) != CUBLAS_STATUS_SUCCESS)
+                    continue;
+                cublasLtMatmulHeuristicResult_t check;
+                memset(&check, 0, sizeof check);
+                if (api->MatmulAlgoCheck(ctx.handle, ctx.desc, g.w, g.act, g.out, g.out, &algo, &check) ==
+                        CUBLAS_STATUS_SUCCESS &&
+                    check.state == CUBLAS_STATUS_SUCCESS && check.workspaceSize <= ctx.workspace_limit)
+                    add(algo);
+            }
+        }
+    }
     return n;
 }
 
 LtAlgoInfo lt_algo_info(const LtContext &ctx, const cublasLtMatmulAlgo_t &algo) {
-    LtAlgoInfo info = {-1, -1, -1};
+    LtAlgoInfo info = {-1, -1, -1, -1};
     const CublasLtApi *api = ctx.api;
     if (!api) return info;
     int32_t id = 0, split = 0;
@@ -250,6 +290,10 @@ LtAlgoInfo lt_algo_info(const LtContext &ctx, const cublasLtMatmulAlgo_t &algo) 
     if (api->MatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof split, &got) ==
         CUBLAS_STATUS_SUCCESS)
         info.split_k = split;
+    uint16_t cluster = 0;  // the attribute is a uint16_t
+    if (api->MatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster, &got) ==
+        CUBLAS_STATUS_SUCCESS)
+        info.cluster = (int)cluster;
     return info;
 }
 

@@ -41,6 +41,8 @@ struct CublasLtApi {
     decltype(&cublasLtMatmulAlgoConfigSetAttribute) MatmulAlgoConfigSetAttribute;
     decltype(&cublasLtMatmulAlgoConfigGetAttribute) MatmulAlgoConfigGetAttribute;
     decltype(&cublasLtMatmulAlgoCheck) MatmulAlgoCheck;
+    decltype(&cublasLtMatmulAlgoCapGetAttribute) MatmulAlgoCapGetAttribute;  // optional (nullptr: the tuner keeps to
+                                                                            // the heuristic's candidates)
 };
 
 // The loaded library, or nullptr (then *why, if given, says what failed: a static string). Thread-safe;
@@ -85,16 +87,20 @@ cublasStatus_t lt_gemm_run(const LtContext &ctx, const LtGemm &g, const cublasLt
 // Tuning candidates for a prepared (ready) g, host work only: the heuristic's top kLtHeuristicCandidates
 // algorithms, each as returned and with split-K forced to 2, 4, 8 and 16 where cublasLtMatmulAlgoCheck
 // accepts it within the workspace limit (reduction scheme COMPUTE_TYPE: fp32 parts, ordered sum, so runs
-// stay bit-reproducible). Duplicates removed; out[0] is the heuristic's top-1 (g.algo). Returns the count
-// (<= max_out; 0 when g is not ready or the heuristic fails).
+// stay bit-reproducible); then the neighbourhood of the top-1's algorithm: each tile its capabilities list, unsplit,
+// under each of kLtClusterShapes cluster shapes, where the check accepts it (the heuristic ranks these skinny
+// problems poorly: an exhaustive search, bench/probes/lt_search.cu, found the H200's fastest output projection,
+// 120x64 tiles in 4x2 clusters, outside its top 8). Duplicates removed; out[0] is the heuristic's top-1 (g.algo).
+// Returns the count (<= max_out; 0 when g is not ready or the heuristic fails).
 constexpr int kLtHeuristicCandidates = 8;
-constexpr int kLtMaxCandidates = kLtHeuristicCandidates * 5;
+constexpr int kLtClusterShapes = 6;
+constexpr int kLtMaxCandidates = kLtHeuristicCandidates * 5 + 1024;
 int lt_gemm_candidates(const LtContext &ctx, const LtGemm &g, cublasLtMatmulAlgo_t *out, int max_out);
 
-// What an algorithm is, for latte_mla_plan_describe: cuBLASLt's algorithm id, tile id, split-K count
-// (-1 where the library does not say).
+// What an algorithm is, for latte_mla_plan_describe: cuBLASLt's algorithm id, tile id, split-K count, cluster shape id
+// (cublasLtClusterShape_t; -1 where the library does not say).
 struct LtAlgoInfo {
-    int id, tile, split_k;
+    int id, tile, split_k, cluster;
 };
 LtAlgoInfo lt_algo_info(const LtContext &ctx, const cublasLtMatmulAlgo_t &algo);
 
