@@ -233,26 +233,36 @@ int lt_gemm_candidates(const LtContext &ctx, const LtGemm &g, cublasLtMatmulAlgo
                 add(algo);
         }
     }
-    // The top-1's neighbourhood: its algorithm id with every tile it offers, unsplit, under the usual cluster shapes
-    // (its stages and other settings as the heuristic left them; custom option 0)
+    // The top-1's neighbourhood: its algorithm id with the tiles of kNeighbourTiles that it offers, unsplit, under
+    // kLtClusterShapes cluster shapes (its stages and other settings as the heuristic left them; custom option 0).
+    // The tiles: 64-160 rows of weights by 64 or 128 rows of the batch, where the searches found the fastest (all
+    // ~800 tile × cluster pairs took a batch-128 tune from 0.2 to ~10 s, for the same choices)
     if (found > 0 && api->MatmulAlgoCapGetAttribute) {
         const cublasLtMatmulAlgo_t base = g.algo;
-        uint32_t tiles[1024];
+        uint32_t offered[1024];
         size_t bytes = 0;
-        if (api->MatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_TILE_IDS, tiles, sizeof tiles, &bytes) !=
+        if (api->MatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_TILE_IDS, offered, sizeof offered, &bytes) !=
             CUBLAS_STATUS_SUCCESS)
             bytes = 0;
-        const int n_tiles = (int)(bytes / sizeof(uint32_t) < 1024 ? bytes / sizeof(uint32_t) : 1024);
+        const size_t n_offered = bytes / sizeof(uint32_t) < 1024 ? bytes / sizeof(uint32_t) : 1024;
+        static const uint32_t kNeighbourTiles[] = {
+            CUBLASLT_MATMUL_TILE_64x64,   CUBLASLT_MATMUL_TILE_64x128,  CUBLASLT_MATMUL_TILE_96x64,
+            CUBLASLT_MATMUL_TILE_96x128,  CUBLASLT_MATMUL_TILE_112x64,  CUBLASLT_MATMUL_TILE_112x128,
+            CUBLASLT_MATMUL_TILE_120x64,  CUBLASLT_MATMUL_TILE_120x128, CUBLASLT_MATMUL_TILE_128x64,
+            CUBLASLT_MATMUL_TILE_128x128, CUBLASLT_MATMUL_TILE_144x64,  CUBLASLT_MATMUL_TILE_144x128,
+            CUBLASLT_MATMUL_TILE_160x64,  CUBLASLT_MATMUL_TILE_160x128};
         static const uint16_t kClusters[kLtClusterShapes] = {  // the attribute is a uint16_t
             CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1, CUBLASLT_CLUSTER_SHAPE_4x1x1,
-            CUBLASLT_CLUSTER_SHAPE_1x2x1, CUBLASLT_CLUSTER_SHAPE_2x2x1, CUBLASLT_CLUSTER_SHAPE_4x2x1};
-        for (int t = 0; t < n_tiles && n < max_out; t++) {
-            if (tiles[t] == CUBLASLT_MATMUL_TILE_UNDEFINED) continue;
+            CUBLASLT_CLUSTER_SHAPE_1x2x1, CUBLASLT_CLUSTER_SHAPE_4x2x1};
+        for (uint32_t tile : kNeighbourTiles) {
+            bool is_offered = false;
+            for (size_t t = 0; t < n_offered; t++) is_offered = is_offered || offered[t] == tile;
+            if (!is_offered) continue;
             for (uint16_t cluster : kClusters) {
                 cublasLtMatmulAlgo_t algo = base;
-                const int32_t one = 1, zero = 0;
-                const uint32_t none = (uint32_t)CUBLASLT_REDUCTION_SCHEME_NONE;
-                if (api->MatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tiles[t], sizeof tiles[t]) !=
+                const int32_t one = 1;
+                const uint32_t none = (uint32_t)CUBLASLT_REDUCTION_SCHEME_NONE, zero = 0;
+                if (api->MatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile) !=
                         CUBLAS_STATUS_SUCCESS ||
                     api->MatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &one, sizeof one) !=
                         CUBLAS_STATUS_SUCCESS ||

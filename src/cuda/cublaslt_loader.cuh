@@ -87,14 +87,14 @@ cublasStatus_t lt_gemm_run(const LtContext &ctx, const LtGemm &g, const cublasLt
 // Tuning candidates for a prepared (ready) g, host work only: the heuristic's top kLtHeuristicCandidates
 // algorithms, each as returned and with split-K forced to 2, 4, 8 and 16 where cublasLtMatmulAlgoCheck
 // accepts it within the workspace limit (reduction scheme COMPUTE_TYPE: fp32 parts, ordered sum, so runs
-// stay bit-reproducible); then the neighbourhood of the top-1's algorithm: each tile its capabilities list, unsplit,
-// under each of kLtClusterShapes cluster shapes, where the check accepts it (the heuristic ranks these skinny
+// stay bit-reproducible); then the neighbourhood of the top-1's algorithm: 14 tiles of 64-160 × 64/128 where its
+// capabilities list them, unsplit, under each of kLtClusterShapes cluster shapes, where the check accepts it (the heuristic ranks these skinny
 // problems poorly: an exhaustive search, bench/probes/lt_search.cu, found the H200's fastest output projection,
 // 120x64 tiles in 4x2 clusters, outside its top 8). Duplicates removed; out[0] is the heuristic's top-1 (g.algo).
 // Returns the count (<= max_out; 0 when g is not ready or the heuristic fails).
 constexpr int kLtHeuristicCandidates = 8;
-constexpr int kLtClusterShapes = 6;
-constexpr int kLtMaxCandidates = kLtHeuristicCandidates * 5 + 1024;
+constexpr int kLtClusterShapes = 5;
+constexpr int kLtMaxCandidates = kLtHeuristicCandidates * 5 + 14 * kLtClusterShapes;
 int lt_gemm_candidates(const LtContext &ctx, const LtGemm &g, cublasLtMatmulAlgo_t *out, int max_out);
 
 // What an algorithm is, for latte_mla_plan_describe: cuBLASLt's algorithm id, tile id, split-K count, cluster shape id

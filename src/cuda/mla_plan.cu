@@ -53,7 +53,7 @@
 // heuristic's top-1 where cuBLASLt has one, else our GEMM with gemm_choose_split's split. Heuristics guess
 // poorly for these skinny problems, so latte_mla_plan_tune (below the run) measures, for one batch at the
 // default strides, every cuBLASLt candidate (top-8, each also with split-K 2/4/8/16, and the top-1's algorithm with
-// every tile it offers under six cluster shapes) and our GEMM at several splits, and stores the fastest per projection in that shape's entry: cuBLASLt or ours, per projection.
+// 14 tiles of 64-160 × 64/128 under five cluster shapes) and our GEMM at several splits, and stores the fastest per projection in that shape's entry: cuBLASLt or ours, per projection.
 // Once stored, a choice never changes by itself (runs are bit-reproducible); another tune may choose
 // differently (timing noise).
 //
@@ -859,8 +859,8 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
 // the plan's real weights and keep the fastest in the shape's entry. What is timed, per projection:
 //   - the untuned choice (heuristic top-1, or our GEMM with gemm_choose_split's split): the baseline
 //   - cuBLASLt: lt_gemm_candidates (heuristic top-8, each also with split-K 2/4/8/16 where accepted; then the top-1's
-//     algorithm with each tile it offers, unsplit, under six cluster shapes: ~800 candidates on an H200, ~0.5 s a
-//     projection; the H200's fastest output projection is among them and not in the top-8)
+//     algorithm with 14 tiles of 64-160 × 64/128 rows where it offers them, unsplit, under five cluster shapes; the
+//     H200's fastest output projection is among them and not in the top-8)
 //   - our GEMM at K splits 1, 2, 4, 8, 16 and its default, where the partials fit the workspace's slice (so
 //     the workspace size stays what latte_mla_workspace_size said, tuned or not); for the down projection
 //     with the reduction of its partials (a proxy of the epilogue's extra reads; cuBLASLt writes bf16)
