@@ -688,9 +688,9 @@ static void env_checks(void) {
     /* the A/B switches read at plan creation: "0" / "1" work, anything else fails with INVALID_ARGUMENT naming it */
     {
         const char *names[] = {"LATTE_MLA_APPEND_IN_Q", "LATTE_MLA_DISCARD", "LATTE_MLA_UV_EARLY", "LATTE_MLA_BALANCE",
-                               "LATTE_MLA_ATTN_PREP"};
+                               "LATTE_MLA_ATTN_PREP", "LATTE_MLA_TUNE_WIDE"};
         const char *vals[] = {"0", "1", "no"};
-        for (int n = 0; n < 5; n++)
+        for (int n = 0; n < 6; n++)
             for (int i = 0; i < 3; i++) {
                 setenv(names[n], vals[i], 1);
                 latte_mla_plan plan = NULL;

@@ -195,7 +195,8 @@ cublasStatus_t lt_gemm_run(const LtContext &ctx, const LtGemm &g, const cublasLt
 // H200: 29 µs for 15 MB of weights). But forcing a split by rule made it slower (33 µs): which split, on
 // which algorithm, is for latte_mla_plan_tune to measure, so every (algorithm, split) pair the library
 // accepts is offered.
-int lt_gemm_candidates(const LtContext &ctx, const LtGemm &g, cublasLtMatmulAlgo_t *out, int max_out) {
+int lt_gemm_candidates(const LtContext &ctx, const LtGemm &g, cublasLtMatmulAlgo_t *out, int max_out,
+                       bool neighbourhood) {
     if (!g.ready || max_out < 1) return 0;
     const CublasLtApi *api = ctx.api;
     int n = 0;
@@ -237,7 +238,7 @@ int lt_gemm_candidates(const LtContext &ctx, const LtGemm &g, cublasLtMatmulAlgo
     // kLtClusterShapes cluster shapes (its stages and other settings as the heuristic left them; custom option 0).
     // The tiles: 64-160 rows of weights by 64 or 128 rows of the batch, where the searches found the fastest (all
     // ~800 tile × cluster pairs took a batch-128 tune from 0.2 to ~10 s, for the same choices)
-    if (found > 0 && api->MatmulAlgoCapGetAttribute) {
+    if (neighbourhood && found > 0 && api->MatmulAlgoCapGetAttribute) {
         const cublasLtMatmulAlgo_t base = g.algo;
         uint32_t offered[1024];
         size_t bytes = 0;

@@ -87,7 +87,7 @@ cublasStatus_t lt_gemm_run(const LtContext &ctx, const LtGemm &g, const cublasLt
 // Tuning candidates for a prepared (ready) g, host work only: the heuristic's top kLtHeuristicCandidates
 // algorithms, each as returned and with split-K forced to 2, 4, 8 and 16 where cublasLtMatmulAlgoCheck
 // accepts it within the workspace limit (reduction scheme COMPUTE_TYPE: fp32 parts, ordered sum, so runs
-// stay bit-reproducible); then the neighbourhood of the top-1's algorithm: 14 tiles of 64-160 × 64/128 where its
+// stay bit-reproducible); then, with `neighbourhood`, the neighbourhood of the top-1's algorithm: 14 tiles of 64-160 × 64/128 where its
 // capabilities list them, unsplit, under each of kLtClusterShapes cluster shapes, where the check accepts it (the heuristic ranks these skinny
 // problems poorly: an exhaustive search, bench/probes/lt_search.cu, found the H200's fastest output projection,
 // 120x64 tiles in 4x2 clusters, outside its top 8). Duplicates removed; out[0] is the heuristic's top-1 (g.algo).
@@ -95,7 +95,10 @@ cublasStatus_t lt_gemm_run(const LtContext &ctx, const LtGemm &g, const cublasLt
 constexpr int kLtHeuristicCandidates = 8;
 constexpr int kLtClusterShapes = 5;
 constexpr int kLtMaxCandidates = kLtHeuristicCandidates * 5 + 14 * kLtClusterShapes;
-int lt_gemm_candidates(const LtContext &ctx, const LtGemm &g, cublasLtMatmulAlgo_t *out, int max_out);
+// (Off by default in the layer's tune, LATTE_MLA_TUNE_WIDE=1: on an H200 its output projection, 2 µs faster, slowed
+// the long caches' attention in the layer by ~10 µs; docs/NOTES.md "cuBLASLt's neighbourhood".)
+int lt_gemm_candidates(const LtContext &ctx, const LtGemm &g, cublasLtMatmulAlgo_t *out, int max_out,
+                       bool neighbourhood);
 
 // What an algorithm is, for latte_mla_plan_describe: cuBLASLt's algorithm id, tile id, split-K count, cluster shape id
 // (cublasLtClusterShape_t; -1 where the library does not say).
