@@ -95,8 +95,7 @@ cublasStatus_t lt_gemm_run(const LtContext &ctx, const LtGemm &g, const cublasLt
 constexpr int kLtHeuristicCandidates = 8;
 constexpr int kLtClusterShapes = 5;
 constexpr int kLtMaxCandidates = kLtHeuristicCandidates * 5 + 14 * kLtClusterShapes;
-// (Off by default in the layer's tune, LATTE_MLA_TUNE_WIDE=1: on an H200 its output projection, 2 µs faster, slowed
-// the long caches' attention in the layer by ~10 µs; docs/NOTES.md "cuBLASLt's neighbourhood".)
+// (The layer's tune asks for it unless LATTE_MLA_TUNE_WIDE=0; docs/NOTES.md "cuBLASLt's neighbourhood".)
 int lt_gemm_candidates(const LtContext &ctx, const LtGemm &g, cublasLtMatmulAlgo_t *out, int max_out,
                        bool neighbourhood);
 

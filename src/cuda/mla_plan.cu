@@ -47,15 +47,14 @@
 //                             in a snake over the CTAs: MlaAttentionParams::balance)
 //   LATTE_MLA_ATTN_PREP=0     the attention's list written by its own launch (a one-CTA kernel ahead of it); unset / 1:
 //                             by a spare CTA of the fused query kernel where it has one (MlaQAbsorbArgs::attn)
-//   LATTE_MLA_TUNE_WIDE=1     latte_mla_plan_tune also times cuBLASLt's neighbourhood of its top-1 (lt_gemm_candidates;
-//                             unset / 0: the heuristic's candidates only): on an H200 it finds a 2 µs faster output
-//                             projection that slows the layer's attention at long caches by ~10 µs
+//   LATTE_MLA_TUNE_WIDE=0     latte_mla_plan_tune times the heuristic's cuBLASLt candidates only (unset / 1: also the
+//                             neighbourhood of its top-1, lt_gemm_candidates: on an H200 a ~2 µs faster output projection)
 // How each projection runs is a per-shape choice kept in the plan's shape table: a shape is (batch, x row
 // stride, y row stride), since cuBLASLt's layouts and algorithms depend on them. The first run of a shape
 // makes its entry (host work only: layouts and heuristic queries, nothing enqueued): per projection the
 // heuristic's top-1 where cuBLASLt has one, else our GEMM with gemm_choose_split's split. Heuristics guess
 // poorly for these skinny problems, so latte_mla_plan_tune (below the run) measures, for one batch at the
-// default strides, every cuBLASLt candidate (top-8, each also with split-K 2/4/8/16; with LATTE_MLA_TUNE_WIDE=1 also the
+// default strides, every cuBLASLt candidate (top-8, each also with split-K 2/4/8/16, and (LATTE_MLA_TUNE_WIDE) the
 // top-1's algorithm with 14 tiles of 64-160 × 64/128 under five cluster shapes) and our GEMM at several splits, and stores the fastest per projection in that shape's entry: cuBLASLt or ours, per projection.
 // Once stored, a choice never changes by itself (runs are bit-reproducible); another tune may choose
 // differently (timing noise).
@@ -465,8 +464,8 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
         !env_switch("LATTE_MLA_UV_EARLY", 1, &uv_early_want) || !env_switch("LATTE_MLA_BALANCE", 1, &balance_want))
         return LATTE_STATUS_INVALID_ARGUMENT;
     const bool append_in_q = append_want != 0, discard_scratch = discard_want != 0, uv_early = uv_early_want != 0;
-    int attn_prep_want = 1, tune_wide_want = 0;
-    if (!env_switch("LATTE_MLA_ATTN_PREP", 1, &attn_prep_want) || !env_switch("LATTE_MLA_TUNE_WIDE", 0, &tune_wide_want))
+    int attn_prep_want = 1, tune_wide_want = 1;
+    if (!env_switch("LATTE_MLA_ATTN_PREP", 1, &attn_prep_want) || !env_switch("LATTE_MLA_TUNE_WIDE", 1, &tune_wide_want))
         return LATTE_STATUS_INVALID_ARGUMENT;
     const latte::CublasLtApi *lt_api = nullptr;
     if (want_lt) {
@@ -864,9 +863,9 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
 // latte_mla_plan_tune: for one batch at the default strides, time every candidate of every projection on
 // the plan's real weights and keep the fastest in the shape's entry. What is timed, per projection:
 //   - the untuned choice (heuristic top-1, or our GEMM with gemm_choose_split's split): the baseline
-//   - cuBLASLt: lt_gemm_candidates (heuristic top-8, each also with split-K 2/4/8/16 where accepted; with
-//     LATTE_MLA_TUNE_WIDE=1 then the top-1's algorithm with 14 tiles of 64-160 × 64/128 rows where it offers them, unsplit, under five cluster shapes; the
-//     H200's fastest output projection is among them and not in the top-8)
+//   - cuBLASLt: lt_gemm_candidates (heuristic top-8, each also with split-K 2/4/8/16 where accepted; unless
+//     LATTE_MLA_TUNE_WIDE=0, then the top-1's algorithm with 14 tiles of 64-160 × 64/128 rows where it offers them,
+//     unsplit, under five cluster shapes: the H200's fastest output projection is among them, not in the top-8)
 //   - our GEMM at K splits 1, 2, 4, 8, 16 and its default, where the partials fit the workspace's slice (so
 //     the workspace size stays what latte_mla_workspace_size said, tuned or not); for the down projection
 //     with the reduction of its partials (a proxy of the epilogue's extra reads; cuBLASLt writes bf16)
