@@ -206,6 +206,14 @@ int lt_gemm_candidates(const LtContext &ctx, const LtGemm &g, cublasLtMatmulAlgo
             if (!memcmp(&out[i], &a, sizeof a)) return;
         out[n++] = a;
     };
+    // a configured algorithm, where cuBLASLt's check accepts it within the workspace limit
+    auto add_checked = [&](const cublasLtMatmulAlgo_t &algo) {
+        cublasLtMatmulHeuristicResult_t check;
+        memset(&check, 0, sizeof check);
+        if (api->MatmulAlgoCheck(ctx.handle, ctx.desc, g.w, g.act, g.out, g.out, &algo, &check) == CUBLAS_STATUS_SUCCESS &&
+            check.state == CUBLAS_STATUS_SUCCESS && check.workspaceSize <= ctx.workspace_limit)
+            add(algo);
+    };
     add(g.algo);
     cublasLtMatmulHeuristicResult_t res[kLtHeuristicCandidates];
     memset(res, 0, sizeof res);
@@ -226,12 +234,7 @@ int lt_gemm_candidates(const LtContext &ctx, const LtGemm &g, cublasLtMatmulAlgo
                 api->MatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme,
                                                   sizeof scheme) != CUBLAS_STATUS_SUCCESS)
                 continue;
-            cublasLtMatmulHeuristicResult_t check;
-            memset(&check, 0, sizeof check);
-            if (api->MatmulAlgoCheck(ctx.handle, ctx.desc, g.w, g.act, g.out, g.out, &algo, &check) ==
-                    CUBLAS_STATUS_SUCCESS &&
-                check.state == CUBLAS_STATUS_SUCCESS && check.workspaceSize <= ctx.workspace_limit)
-                add(algo);
+            add_checked(algo);
         }
     }
     // The top-1's neighbourhood: its algorithm id with the tiles of kNeighbourTiles that it offers, unsplit, under
@@ -274,12 +277,7 @@ int lt_gemm_candidates(const LtContext &ctx, const LtGemm &g, cublasLtMatmulAlgo
                     api->MatmulAlgoConfigSetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster,
                                                       sizeof cluster) != CUBLAS_STATUS_SUCCESS)
                     continue;
-                cublasLtMatmulHeuristicResult_t check;
-                memset(&check, 0, sizeof check);
-                if (api->MatmulAlgoCheck(ctx.handle, ctx.desc, g.w, g.act, g.out, g.out, &algo, &check) ==
-                        CUBLAS_STATUS_SUCCESS &&
-                    check.state == CUBLAS_STATUS_SUCCESS && check.workspaceSize <= ctx.workspace_limit)
-                    add(algo);
+                add_checked(algo);
             }
         }
     }
