@@ -30,8 +30,12 @@
 // LATTE_TEST_SEED=S: other random data and lengths (default: a fixed seed); LATTE_TEST_FILTER=substring: only the cases
 // whose name holds it.
 // LATTE_ATTN_PROFILE=L: one warm-up and one launch at length L (batch 128, 128 heads) and nothing else (for ncu).
+// Dev builds (-DLATTE_DEV_EXPERIMENTS), with LATTE_MLA_WGMMA_EXPERIMENT=8: LATTE_ATTN_TRACE=L the item and pair timelines
+// of one launch alone (after the flush of LATTE_ATTN_FLUSH); LATTE_ATTN_TRACE_LAYER=L the same inside the whole layer
+// (public API, batch 128, graph replays; NOTES "The attention's code, cold in the layer").
 // Exit 77 (ctest: skipped) without a GPU.
 #include "cuda/mla_attention.cuh"
+#include "latte.h"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -265,7 +269,7 @@ static void run_case(const Case &k, int sms) {
 // The CTAs' item timeline of the last launch (experiment bit 8): per event, min / median / max over the CTAs, in µs
 static void print_item_trace() {
     constexpr int kCtas = 512, kSlots = 11, kItems = 3;
-    std::vector<unsigned long long> t(kCtas * kSlots + kCtas * 6);
+    std::vector<unsigned long long> t(kCtas * kSlots + kCtas * 2 * 6);
     CK(mla_attention_seesaw_item_trace(t.data()));
     unsigned long long t0 = ~0ull, t_end = 0;
     int ctas = 0;
@@ -305,16 +309,128 @@ static void print_item_trace() {
     row("exit (from the first entry)", ex);
     static const char *const kEnd[6] = {"pairs done", "tail tile landed", "tail scores exchanged", "tail folded in",
                                         "row sums exchanged", "output written"};
-    for (int e = 1; e < 6; e++) {
-        std::vector<double> d;
-        for (int c = 0; c < kCtas; c++) {
-            const unsigned long long *r = &t[kCtas * kSlots + c * 6];
-            if (r[e] && r[e - 1]) d.push_back(((double)r[e] - (double)r[e - 1]) * 1e-3);
+    for (int item = 0; item < 2; item++)
+        for (int e = 1; e < 6; e++) {
+            std::vector<double> d;
+            for (int c = 0; c < kCtas; c++) {
+                const unsigned long long *r = &t[kCtas * kSlots + (c * 2 + item) * 6];
+                if (r[e] && r[e - 1]) d.push_back(((double)r[e] - (double)r[e - 1]) * 1e-3);
+            }
+            char a[80];
+            snprintf(a, sizeof a, "item %d: %s (from the step before)", item, kEnd[e]);
+            row(a, d);
         }
-        char a[80];
-        snprintf(a, sizeof a, "item 1: %s (from the step before)", kEnd[e]);
-        row(a, d);
+}
+#endif
+
+#if defined(LATTE_DEV_EXPERIMENTS)
+// Block 0's pair timeline (experiment bit 8): clock64 at each step of 8 pairs from `first_pair`, both warpgroups
+static void print_pair_trace(int L, int first_pair) {
+    std::vector<unsigned long long> t(2 * 8 * 32);
+    CK(mla_attention_seesaw_trace(t.data()));
+    printf("trace at length %d, block 0, clocks from WG0's step 0 of each pair (steps: see the kernel; c0..c8 the S "
+           "chunk waits)\n", L);
+    for (int pr = 0; pr < 8; pr++) {
+        const unsigned long long t0 = t[(0 * 8 + pr) * 32 + 0];
+        const unsigned long long next = pr + 1 < 8 ? t[(0 * 8 + pr + 1) * 32 + 0] : 0;
+        printf("pair %d (next pair at %lld)\n", first_pair + pr, next ? (long long)(next - t0) : -1LL);
+        for (int w = 0; w < 2; w++) {
+            printf("  WG%d steps:", w);
+            for (int e = 0; e < 12; e++) {
+                const unsigned long long v = t[(w * 8 + pr) * 32 + e];
+                printf(" %2d:%6lld", e, v ? (long long)(v - t0) : 0LL);
+            }
+            printf("\n  WG%d chunks:", w);
+            for (int e = 16; e < 25; e++) {
+                const unsigned long long v = t[(w * 8 + pr) * 32 + e];
+                printf(" c%d:%6lld", e - 16, v ? (long long)(v - t0) : 0LL);
+            }
+            printf("\n");
+        }
     }
+}
+
+// The same item timeline inside the whole layer (LATTE_ATTN_TRACE_LAYER=L, dev builds with experiment bit 8): the
+// public API's layer at batch 128, every sequence at length L, cache capacity 8192, random weights and data of the
+// reference's magnitudes, tuned, captured in a graph and replayed as latte-bench does; the timeline is the last
+// replay's attention. Why: the attention takes a few µs longer in the layer than alone after an L2 flush, and the
+// alone timeline cannot say where.
+static void fill_dev(bf16 **p, size_t n, uint64_t seed, float scale) {
+    CK(cudaMalloc(p, n * 2));
+    fill_bf16_kernel<<<2048, 256>>>(*p, n, seed, 0, scale);
+}
+static int layer_trace(int L) {
+    const int B = 128;
+    const int64_t cap = 8192;
+    if (L < 1 || L >= cap) return printf("layer trace: length %d out of [1, %lld)\n", L, (long long)cap), 1;
+    latte_mla_config c = latte_mla_config_deepseek_r1();
+    const size_t rows[5] = {(size_t)c.q_lora_rank, (size_t)(c.kv_lora_rank + c.rope_dim),
+                            (size_t)(c.n_heads * (c.nope_dim + c.rope_dim)), (size_t)(c.n_heads * (c.nope_dim + c.v_dim)),
+                            (size_t)c.dim};
+    const size_t cols[5] = {(size_t)c.dim, (size_t)c.dim, (size_t)c.q_lora_rank, (size_t)c.kv_lora_rank,
+                            (size_t)(c.n_heads * c.v_dim)};
+    bf16 *w[5];
+    for (int i = 0; i < 5; i++) fill_dev(&w[i], rows[i] * cols[i], 11 + i, 1.f / sqrtf((float)cols[i]));
+    const latte_mla_weights lw = {w[0], w[1], w[2], w[3], w[4]};
+    latte_mla_plan plan = nullptr;
+    if (latte_mla_plan_create(&plan, &c, &lw, LATTE_BACKEND_CUDA, 0) != LATTE_STATUS_SUCCESS)
+        return printf("layer trace: plan: %s\n", latte_last_error()), 1;
+    for (bf16 *m : w) cudaFree(m);
+    const size_t row = (size_t)(c.kv_lora_rank + c.rope_dim);
+    bf16 *x, *cache, *y, *cos_t, *sin_t;
+    fill_dev(&x, (size_t)B * c.dim, 21, 1.f);
+    fill_dev(&cache, (size_t)B * cap * row, 22, 1.f);
+    CK(cudaMalloc(&y, (size_t)B * c.dim * 2));
+    CK(cudaMalloc(&cos_t, (size_t)cap * c.rope_dim * 2));
+    CK(cudaMalloc(&sin_t, (size_t)cap * c.rope_dim * 2));
+    if (latte_rope_tables(LATTE_ROPE_BF16_REFERENCE, cap, c.rope_dim, 10000.f, cos_t, sin_t, LATTE_BACKEND_CUDA, 0))
+        return printf("layer trace: rope tables: %s\n", latte_last_error()), 1;
+    int32_t *lens;
+    const std::vector<int32_t> lens_h(B, L);
+    CK(cudaMalloc(&lens, B * sizeof(int32_t)));
+    CK(cudaMemcpy(lens, lens_h.data(), B * sizeof(int32_t), cudaMemcpyHostToDevice));
+    size_t ws_bytes = 0;
+    void *ws = nullptr;
+    if (latte_mla_workspace_size(plan, B, L, &ws_bytes)) return printf("layer trace: %s\n", latte_last_error()), 1;
+    CK(cudaMalloc(&ws, ws_bytes));
+    if (latte_mla_plan_tune(plan, B, L, ws, ws_bytes, 0)) return printf("layer trace: tune: %s\n", latte_last_error()), 1;
+    latte_mla_run_args a{};
+    a.batch = B, a.x = x, a.kv_cache = {cache, cap * (int64_t)row, (int64_t)row, cap}, a.cache_lens = lens;
+    a.max_cache_len = L, a.rope_cos = cos_t, a.rope_sin = sin_t, a.rope_max_pos = cap, a.y = y;
+    cudaStream_t st;
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    if (latte_mla_run(plan, &a, ws, ws_bytes, st)) return printf("layer trace: run: %s\n", latte_last_error()), 1;
+    CK(cudaStreamEndCapture(st, &graph));
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (int r = 0; r < 5; r++) CK(cudaGraphLaunch(exec, st));  // warm, back to back
+    CK(cudaEventRecord(e0, st));
+    for (int r = 0; r < 10; r++) CK(cudaGraphLaunch(exec, st));
+    CK(cudaEventRecord(e1, st));
+    CK(cudaStreamSynchronize(st));
+    float ms = 0.f;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    CK(mla_attention_seesaw_item_trace_clear());
+    int tr_item = 0, tr_pair = 0;  // LATTE_ATTN_TRACE_AT="item,pair" as for LATTE_ATTN_TRACE (default: item 0 from its start)
+    if (const char *at = getenv("LATTE_ATTN_TRACE_AT")) sscanf(at, "%d,%d", &tr_item, &tr_pair);
+    CK(mla_attention_seesaw_trace_select(tr_item, tr_pair));
+    // the traced replay follows another one, as in a stream of decode steps
+    CK(cudaGraphLaunch(exec, st));
+    CK(cudaGraphLaunch(exec, st));
+    CK(cudaStreamSynchronize(st));
+    printf("layer at length %d: %.1f us a replay (10 back to back, this build, trace stamps included)\n", L, ms * 100.f);
+    print_item_trace();
+    print_pair_trace(L, tr_pair);
+    cudaGraphExecDestroy(exec), cudaGraphDestroy(graph), cudaStreamDestroy(st);
+    cudaEventDestroy(e0), cudaEventDestroy(e1);
+    cudaFree(x), cudaFree(cache), cudaFree(y), cudaFree(cos_t), cudaFree(sin_t), cudaFree(lens), cudaFree(ws);
+    latte_mla_plan_destroy(plan);
+    return 0;
 }
 #endif
 
@@ -468,6 +584,7 @@ int main() {
     }
 
 #if defined(LATTE_DEV_EXPERIMENTS)
+    if (const char *tl = getenv("LATTE_ATTN_TRACE_LAYER")) return layer_trace(atoi(tl));
     if (const char *tr = getenv("LATTE_ATTN_TRACE")) {  // with LATTE_MLA_WGMMA_EXPERIMENT having bit 8
         const int L = std::max(1, atoi(tr));
         // LATTE_ATTN_TRACE_AT="item,pair": the timeline of pairs pair.. of block 0's item (default 0,8)
@@ -488,28 +605,7 @@ int main() {
         }
         CK(cudaDeviceSynchronize());
         print_item_trace();
-        std::vector<unsigned long long> t(2 * 8 * 32);
-        CK(mla_attention_seesaw_trace(t.data()));
-        printf("trace at length %d, block 0, clocks from WG0's step 0 of each pair (steps: see the kernel; c0..c8 the S "
-               "chunk waits)\n", L);
-        for (int pr = 0; pr < 8; pr++) {
-            const unsigned long long t0 = t[(0 * 8 + pr) * 32 + 0];
-            const unsigned long long next = pr + 1 < 8 ? t[(0 * 8 + pr + 1) * 32 + 0] : 0;
-            printf("pair %d (next pair at %lld)\n", tr_pair + pr, next ? (long long)(next - t0) : -1LL);
-            for (int w = 0; w < 2; w++) {
-                printf("  WG%d steps:", w);
-                for (int e = 0; e < 12; e++) {
-                    const unsigned long long v = t[(w * 8 + pr) * 32 + e];
-                    printf(" %2d:%6lld", e, v ? (long long)(v - t0) : 0LL);
-                }
-                printf("\n  WG%d chunks:", w);
-                for (int e = 16; e < 25; e++) {
-                    const unsigned long long v = t[(w * 8 + pr) * 32 + e];
-                    printf(" c%d:%6lld", e - 16, v ? (long long)(v - t0) : 0LL);
-                }
-                printf("\n");
-            }
-        }
+        print_pair_trace(L, tr_pair);
         big_free(m);
         return 0;
     }

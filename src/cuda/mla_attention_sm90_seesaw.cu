@@ -132,9 +132,9 @@ __device__ int g_trace_item = 0, g_trace_first_pair = 8;  // which of block 0's 
 // and, for every CTA (up to kTraceCtas), globaltimer (ns) at its entry, at each of its first kTraceItems items' Q
 // ready, pairs done (WG0) and output written, and at its exit
 __device__ unsigned long long g_seesaw_items[kTraceCtas][2 + 3 * kTraceItems];
-// and the end of each CTA's item 1 in steps: pairs done, tail tile landed, tail scores exchanged, tail folded in, row
-// sums exchanged, output written (thread 0)
-__device__ unsigned long long g_seesaw_end[kTraceCtas][6];
+// and the end of each CTA's items 0 and 1 in steps: pairs done, tail tile landed, tail scores exchanged, tail folded in,
+// row sums exchanged, output written (thread 0)
+__device__ unsigned long long g_seesaw_end[kTraceCtas][2][6];
 __device__ __forceinline__ unsigned long long global_ns() {
     unsigned long long t;
     asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
@@ -200,7 +200,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     stamp(0);
     const auto stamp_end = [&](int slot, uint32_t item_no) {
 #if defined(LATTE_DEV_EXPERIMENTS)
-        if ((kExp & 8) && tid == 0 && item_no == 1 && blockIdx.x < kTraceCtas) g_seesaw_end[blockIdx.x][slot] = global_ns();
+        if ((kExp & 8) && tid == 0 && item_no < 2 && blockIdx.x < kTraceCtas) g_seesaw_end[blockIdx.x][item_no][slot] = global_ns();
 #else
         (void)slot, (void)item_no;
 #endif
@@ -987,7 +987,7 @@ cudaError_t mla_attention_seesaw_item_trace(unsigned long long *host) {
     return e;
 }
 cudaError_t mla_attention_seesaw_item_trace_clear() {
-    static const unsigned long long zeros[kTraceCtas][2 + 3 * kTraceItems] = {}, zeros_end[kTraceCtas][6] = {};
+    static const unsigned long long zeros[kTraceCtas][2 + 3 * kTraceItems] = {}, zeros_end[kTraceCtas][2][6] = {};
     cudaError_t e = cudaMemcpyToSymbol(g_seesaw_items, zeros, sizeof(zeros));
     if (e == cudaSuccess) e = cudaMemcpyToSymbol(g_seesaw_end, zeros_end, sizeof(zeros_end));
     return e;

@@ -843,6 +843,19 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
         ap.schedule = attn_schedule;
         ap.schedule_ready = attn_schedule_grid > 0 ? 1 : 0;
         ap.schedule_grid = attn_schedule_grid;
+#if defined(LATTE_DEV_EXPERIMENTS)
+        // dev builds, timing only: LATTE_MLA_ATTN_TWICE=1 launches the attention once more right before (its code
+        // and data then warm when the real one runs; with LATTE_MLA_DISCARD=0, else the second reads discarded Q)
+        // =2: only one item of it (sequence 0, heads 0-63: one CTA, one SM), so that the code is in L2 but in one SM's
+        // instruction cache only
+        static const int attn_twice = getenv("LATTE_MLA_ATTN_TWICE") ? atoi(getenv("LATTE_MLA_ATTN_TWICE")) : 0;
+        if (attn_twice) {
+            latte::MlaAttentionParams warm = ap;
+            if (attn_twice == 2) warm.batch = 1, warm.n_heads = 64, warm.balance = 0, warm.discard_q = 0;
+            warm.launch_dependents = 0;
+            if ((e = latte::mla_attention_launch(warm, stream))) return cuda_fail(e, "attention launch");
+        }
+#endif
         if ((e = latte::mla_attention_launch(ap, stream))) return cuda_fail(e, "attention launch");
         LATTE_PHASE_CHECK("attention");
     }
