@@ -321,9 +321,7 @@ static void print_item_trace() {
             row(a, d);
         }
 }
-#endif
 
-#if defined(LATTE_DEV_EXPERIMENTS)
 // Block 0's pair timeline (experiment bit 8): clock64 at each step of 8 pairs from `first_pair`, both warpgroups
 static void print_pair_trace(int L, int first_pair) {
     std::vector<unsigned long long> t(2 * 8 * 32);
