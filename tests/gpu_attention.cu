@@ -269,7 +269,7 @@ static void run_case(const Case &k, int sms) {
 // The CTAs' item timeline of the last launch (experiment bit 8): per event, min / median / max over the CTAs, in µs
 static void print_item_trace() {
     constexpr int kCtas = 512, kSlots = 11, kItems = 3;
-    std::vector<unsigned long long> t(kCtas * kSlots + kCtas * 2 * 6);
+    std::vector<unsigned long long> t(kCtas * kSlots + kCtas * 2 * 6 + kCtas * 4);
     CK(mla_attention_seesaw_item_trace(t.data()));
     unsigned long long t0 = ~0ull, t_end = 0;
     int ctas = 0;
@@ -288,6 +288,20 @@ static void print_item_trace() {
     for (int c = 0; c < kCtas; c++)
         if (t[c * kSlots]) entry.push_back((t[c * kSlots] - t0) * 1e-3), ex.push_back((t[c * kSlots + kSlots - 1] - t0) * 1e-3);
     row("entry (from the first entry)", entry);
+    // the start, step by step (from the CTA's entry): the items that read nothing cleared, the list read, the first
+    // item known, the mbarriers set up and its copies issued (then Q ready, below)
+    static const char *const kStart[4] = {"start: unread items cleared", "start: list read",
+                                          "start: first item known", "start: first copies issued"};
+    for (int e = 0; e < 4; e++) {
+        std::vector<double> d;
+        for (int c = 0; c < kCtas; c++) {
+            const unsigned long long *r = &t[kCtas * kSlots + kCtas * 2 * 6 + c * 4];
+            if (r[e] && t[c * kSlots]) d.push_back(((double)r[e] - (double)t[c * kSlots]) * 1e-3);
+        }
+        char a[80];
+        snprintf(a, sizeof a, "%s (from entry)", kStart[e]);
+        row(a, d);
+    }
     for (int k = 0; k < kItems; k++) {
         std::vector<double> wait, pairs, rest;
         for (int c = 0; c < kCtas; c++) {

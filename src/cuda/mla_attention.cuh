@@ -124,7 +124,8 @@ cudaError_t mla_attention_seesaw_trace(unsigned long long *host);
 cudaError_t mla_attention_seesaw_trace_select(int item, int first_pair);
 // and the CTAs' item timeline: [512 CTAs][11] globaltimer ns (entry; Q ready, pairs done, output written of items
 // 0-2; exit), then [512][2][6] the end of each CTA's items 0 and 1 in steps (pairs done, tail tile landed, tail
-// scores exchanged, tail folded in, row sums exchanged, output written),
+// scores exchanged, tail folded in, row sums exchanged, output written), then [512][4] the start (the items that read
+// nothing cleared, the list read, the first item known, the mbarriers set up and its copies issued),
 // 0 where a CTA had no such event since the last clear
 cudaError_t mla_attention_seesaw_item_trace(unsigned long long *host);
 cudaError_t mla_attention_seesaw_item_trace_clear();

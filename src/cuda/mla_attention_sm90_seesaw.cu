@@ -135,6 +135,9 @@ __device__ unsigned long long g_seesaw_items[kTraceCtas][2 + 3 * kTraceItems];
 // and the end of each CTA's items 0 and 1 in steps: pairs done, tail tile landed, tail scores exchanged, tail folded in,
 // row sums exchanged, output written (thread 0)
 __device__ unsigned long long g_seesaw_end[kTraceCtas][2][6];
+// and the start (thread 0): the items that read nothing cleared, the list read, the first item known (its length
+// read), the mbarriers set up and the first copies issued
+__device__ unsigned long long g_seesaw_start[kTraceCtas][4];
 __device__ __forceinline__ unsigned long long global_ns() {
     unsigned long long t;
     asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
@@ -206,6 +209,13 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
     };
 
+    const auto stamp_start = [&](int slot) {
+#if defined(LATTE_DEV_EXPERIMENTS)
+        if ((kExp & 8) && tid == 0 && blockIdx.x < kTraceCtas) g_seesaw_start[blockIdx.x][slot] = global_ns();
+#else
+        (void)slot;
+#endif
+    };
     // Items that read nothing, first: NaN rows for an invalid length (the combine writes them if it runs), −inf LSE
     // for an empty split (the combine never reads its o_partial)
     for (int item = blockIdx.x; item < n_items; item += gridDim.x) {
@@ -230,10 +240,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int rounds = (n_items + grid - 1) / grid;
     // the list in shared memory: nothing of this stays in registers (the pair loop is at the register limit)
     int *const s_list = reinterpret_cast<int *>(smem + kListOff);
+    stamp_start(0);
     if (p.balance && rounds <= kListMax) {
         if (tid < rounds) s_list[tid] = p.schedule[cta * kMlaScheduleRounds + tid];
         __syncthreads();
     }
+    stamp_start(1);
     // item of round k for this CTA, or −1 where the last round has none for it
     const auto list_item = [&](int k) -> int {
         if (p.balance && (int)((n_items + gridDim.x - 1) / gridDim.x) <= kListMax) return s_list[k];
@@ -252,6 +264,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     int round = next_real(-1);
     if (round < 0) return;
     SeesawItem cur = seesaw_item(p, n_groups, list_item(round));
+    stamp_start(2);
 
     const int warp = tid / 32, lane = tid % 32;
     // the warpgroup index through a shuffle: ptxas then knows it is warp-uniform, and the wgmma in the per-warpgroup
@@ -329,6 +342,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         issue_copies(cur, 0, 0, 0, kChunks);
         if (cur.n_tiles > 1) issue_copies(cur, 1, 1, 0, kChunks);
     }
+    stamp_start(3);
 
     const bool rotate = p.rope_cos != nullptr;
     const int my_buf = wg;  // the buffer whose S this warpgroup computes
@@ -984,12 +998,17 @@ cudaError_t mla_attention_seesaw_trace_select(int item, int first_pair) {
 cudaError_t mla_attention_seesaw_item_trace(unsigned long long *host) {
     cudaError_t e = cudaMemcpyFromSymbol(host, g_seesaw_items, sizeof(g_seesaw_items));
     if (e == cudaSuccess) e = cudaMemcpyFromSymbol(host + kTraceCtas * (2 + 3 * kTraceItems), g_seesaw_end, sizeof(g_seesaw_end));
+    if (e == cudaSuccess)
+        e = cudaMemcpyFromSymbol(host + kTraceCtas * (2 + 3 * kTraceItems) + kTraceCtas * 2 * 6, g_seesaw_start,
+                                 sizeof(g_seesaw_start));
     return e;
 }
 cudaError_t mla_attention_seesaw_item_trace_clear() {
     static const unsigned long long zeros[kTraceCtas][2 + 3 * kTraceItems] = {}, zeros_end[kTraceCtas][2][6] = {};
     cudaError_t e = cudaMemcpyToSymbol(g_seesaw_items, zeros, sizeof(zeros));
     if (e == cudaSuccess) e = cudaMemcpyToSymbol(g_seesaw_end, zeros_end, sizeof(zeros_end));
+    static const unsigned long long zeros_start[kTraceCtas][4] = {};
+    if (e == cudaSuccess) e = cudaMemcpyToSymbol(g_seesaw_start, zeros_start, sizeof(zeros_start));
     return e;
 }
 #endif

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# per-chunk Q barriers (exp 0) vs Q whole (128): checks (release), racecheck + synccheck on gpu_attention (quick),
+# layer A/B in one dev binary, 5 rounds
+set -u
+t0=$(date +%s)
+nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a > $OUT/build.log 2>&1 &&
+cmake --build build-gpu -j16 --target gpu_attention gpu_mla >> $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
+cmake -S . -B build-exp -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_CUDA_FLAGS=-DLATTE_DEV_EXPERIMENTS > $OUT/build_exp.log 2>&1 &&
+  cmake --build build-exp -j16 --target gpu_attention latte-bench >> $OUT/build_exp.log 2>&1 || { tail -20 $OUT/build_exp.log; exit 1; }
+echo "built $(( $(date +%s) - t0 )) s"
+timeout 150 build-gpu/tests/gpu_attention > $OUT/gpu_attention.log 2>&1; echo "gpu_attention rc $?: $(tail -1 $OUT/gpu_attention.log)"
+LATTE_TEST_QUICK=1 timeout 150 build-gpu/tests/gpu_mla > $OUT/gpu_mla_quick.log 2>&1; echo "gpu_mla quick rc $?: $(tail -1 $OUT/gpu_mla_quick.log)"
+for tool in racecheck synccheck; do
+  LATTE_TEST_QUICK=1 timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 build-gpu/tests/gpu_attention > $OUT/san_$tool.log 2>&1
+  echo "$tool gpu_attention rc $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $OUT/san_$tool.log | tail -1) / $(grep -E 'checks,' $OUT/san_$tool.log | tail -1)"
+done
+echo "checks $(( $(date +%s) - t0 )) s"
+LATTE_MLA_WGMMA_EXPERIMENT=136 LATTE_ATTN_TRACE_LAYER=512 timeout 90 build-exp/tests/gpu_attention > $OUT/t_512_136.log 2>&1
+grep -E "layer at|start:|item 0: (Q|pairs|tail \+)|item 1: (Q|pairs|tail \+)|exit" $OUT/t_512_136.log | sed 's/  */ /g'
+run() {  # run NAME ENV...
+  local n=$1; shift
+  env "$@" timeout 100 build-exp/bench/latte-bench --only mla --quick > $OUT/ab_${n}_$r.log 2>&1
+  echo -n "$n r$r: "; grep -E '^mla (len|lens)' $OUT/ab_${n}_$r.log | grep -v untuned | sed -E 's/^mla (len|lens) ([^:]*): ([0-9.]+) us.*graph: down_append ([0-9.]+), up_absorb ([0-9.]+), attention ([0-9.]+).*/\2=\3(\6)/' | tr '\n' ' ' | cut -c1-260; echo
+}
+for r in 1 2 3 4 5 6; do
+  run e0 LATTE_MLA_WGMMA_EXPERIMENT=0
+  run e128 LATTE_MLA_WGMMA_EXPERIMENT=128
+  [ $(( $(date +%s) - t0 )) -gt 500 ] && break
+done
+echo "total $(( $(date +%s) - t0 )) s"
+cd $OUT && tar czf logs.tgz *.log && rm -f *.log
