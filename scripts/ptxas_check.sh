@@ -21,6 +21,15 @@ for f in $(grep -l "ptx::wgmma_m" src/cuda/*.cu); do  # the files that issue wgm
   else
     echo "ptxas_check: $f: ok"
   fi
+  # the seesaw kernel's dev variants (informational): one that spills more than the release budget times something
+  # else than the change it carries (a __nanosleep variant spilled 152 bytes and ran +30 µs: NOTES, "The attention's
+  # start without dependent loads")
+  grep -A1 "Function properties for .*mla_attention_seesaw_kernelILi" "$log" |
+    sed -n 's/.*seesaw_kernelILi\([0-9]*\)E.*/\1/p; s/^ *\([0-9]*\) bytes stack frame, \([0-9]*\) bytes spill stores.*/\1 \2/p' |
+    paste - - | while read -r exp stack stores; do
+      note=""; [ "$stack" -gt 8 ] || [ "$stores" -gt 8 ] && note="  <- spills past 8 bytes: its timings are not comparable"
+      echo "ptxas_check:   seesaw experiment $exp: stack $stack, spill stores $stores$note"
+    done
 done
 # The seesaw attention kernel is built without the spill warnings (CMakeLists.txt): its release instantiation may spill
 # one register (8 bytes of stack: a row index, stored once per item; none since e318300), no more (NOTES, "The ranking
