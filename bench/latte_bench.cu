@@ -1410,12 +1410,17 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
      * after latte_mla_plan_tune for this batch */
     /* mixed: lengths uniform in [1, len] (a fixed seed), as a serving batch has them: the attention's schedule must
      * balance them over the SMs (the reference lengths are all equal) */
-    struct Run { latte_mla_key_convention conv; int64_t len; bool untuned; bool mixed; };
+    /* skewed: a few sequences (batch / 32) at capacity − 1 and the rest at 511: whole items would leave the longest
+     * bounding the attention; the schedule splits them into pieces at run time */
+    enum LensKind { kEqual, kMixed, kSkewed };
+    struct Run { latte_mla_key_convention conv; int64_t len; bool untuned; LensKind kind; bool mixed; };
     std::vector<Run> runs;
-    runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, 512, true, false});
-    for (int64_t L : lens) runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, L, false, false});
-    runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, capacity - 1, false, true});
-    runs.push_back({LATTE_MLA_KEYS_STORED_ROTATED, 4096, false, false});
+    runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, 512, true, kEqual, false});
+    for (int64_t L : lens) runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, L, false, kEqual, false});
+    runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, capacity - 1, false, kMixed, true});
+    runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, capacity - 1, false, kSkewed, true});
+    runs.push_back({LATTE_MLA_KEYS_STORED_ROTATED, 4096, false, kEqual, false});
+    const int64_t n_long = batch / 32 > 0 ? batch / 32 : 1;
 
     latte_mla_plan plan = nullptr;
     int plan_conv = -1;
@@ -1424,8 +1429,11 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
         const Run &r = runs[ri];
         const bool rot = r.conv == LATTE_MLA_KEYS_STORED_ROTATED;
         char label[64];
-        if (r.mixed)
+        if (r.kind == kMixed)
             snprintf(label, sizeof label, "lens 1..%lld mixed", (long long)r.len);
+        else if (r.kind == kSkewed)
+            snprintf(label, sizeof label, "lens %lldx%lld %lldx511", (long long)n_long, (long long)r.len,
+                     (long long)(batch - n_long));
         else
             snprintf(label, sizeof label, "len %lld%s%s", (long long)r.len, rot ? " stored-rotated" : "",
                      r.untuned ? " untuned" : "");
@@ -1484,7 +1492,9 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
             }
         }
         std::vector<int32_t> lens_host(batch, (int32_t)r.len);
-        if (r.mixed) {
+        if (r.kind == kSkewed)
+            for (int64_t b = 0; b < batch; b++) lens_host[b] = b < n_long ? (int32_t)r.len : 511;
+        if (r.kind == kMixed) {
             uint64_t rs = 0x9E3779B97F4A7C15ull;
             for (auto &l : lens_host) {
                 rs ^= rs << 13, rs ^= rs >> 7, rs ^= rs << 17;
@@ -1623,7 +1633,9 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
 
         JObj params, peer, rec;
         params.num("batch", (double)batch).num("cache_len", (double)r.len).num("capacity", (double)capacity)
-            .str("lengths", r.mixed ? "uniform in [1, cache_len], fixed seed" : "all equal to cache_len")
+            .str("lengths", r.kind == kMixed    ? "uniform in [1, cache_len], fixed seed"
+                            : r.kind == kSkewed ? "batch/32 sequences at cache_len, the rest at 511"
+                                                : "all equal to cache_len")
             .num("mean_cache_len", sum_T / (double)batch - 1)
             .num("n_heads", (double)z.H).str("key_convention", rot ? "stored_rotated" : "rotated_at_read")
             .str("rope", "bf16_reference").str("projections", r.untuned ? "untuned" : "tuned").num("weight_bytes", wbytes).num("cache_bytes", kv_bytes)

@@ -35,6 +35,7 @@
 // (public API, batch 128, graph replays; NOTES "The attention's code, cold in the layer").
 // Exit 77 (ctest: skipped) without a GPU.
 #include "cuda/mla_attention.cuh"
+#include "cuda/mla_attention_schedule.cuh"
 #include "latte.h"
 
 #include <cuda_bf16.h>
@@ -86,7 +87,22 @@ struct Case {
     float q_scale, c_scale;
     bool discard_q = false;  // MlaAttentionParams::discard_q (see run_case)
     int balance = 1;         // MlaAttentionParams::balance: 1 longest first in a snake over the CTAs, 0 index order
+    // long sequences split into pieces at run time (mla_attention_schedule.cuh): 1 the schedule must have made some,
+    // 0 none (checked where the seesaw kernel runs with its list: a Hopper GPU, no kernel or CTA count forced), −1 either.
+    // 0 or 1 also run one split per sequence (as the layer's batch of 128 does at every length), whatever the static
+    // schedule would choose for this (batch, max length): pieces are made only then
+    int expect_pieces = -1;
 };
+
+// Whether this process runs the seesaw kernel with its own list at the natural grid (the pieces' expectation holds)
+static bool seesaw_as_released() {
+    int dev = 0, major = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    const char *kernel = getenv("LATTE_MLA_ATTENTION"), *ctas = getenv("LATTE_MLA_SEESAW_CTAS");
+    return major == 9 && mla_attention_wgmma_available(dev) && (!kernel || !*kernel || !strcmp(kernel, "wgmma3")) &&
+           !(ctas && *ctas);
+}
 
 static void run_case(const Case &k, int sms) {
     const int B = k.batch, H = k.n_heads, L = k.max_cache_len;
@@ -106,6 +122,7 @@ static void run_case(const Case &k, int sms) {
 
     int n_splits = 0, split_len = 0;
     mla_attention_schedule(B, H, L, sms, &n_splits, &split_len);
+    if (k.expect_pieces >= 0) n_splits = 1, split_len = (L + 1 + 63) / 64 * 64;
     bf16 *d_q, *d_cache, *d_cos, *d_sin, *d_o;
     int *d_lens;
     float *d_ws;
@@ -151,8 +168,58 @@ static void run_case(const Case &k, int sms) {
     p.o_lat = d_o;
     p.discard_q = k.discard_q ? 1 : 0;
     p.balance = k.balance;
-    CK(mla_attention_launch(p, 0));
-    CK(cudaDeviceSynchronize());
+    // the list and the pieces start as −1 (a list no launch wrote shows no pieces); two launches, o poisoned again
+    // between them: the second must not lean on anything the first left (the pieces' counters are the writer's to
+    // zero). With discard_q one: the first drops q's lines.
+    const size_t list_ints = (size_t)kMlaScheduleCtasMax * kMlaScheduleRounds;
+    CK(cudaMemset(p.schedule, 0xff, list_ints * sizeof(int) + (size_t)B * sizeof(MlaPiece)));
+    for (int launch = 0; launch < (k.discard_q ? 1 : 2); launch++) {
+        CK(cudaMemcpy(d_o, o_init.data(), o_elems * 2, cudaMemcpyHostToDevice));
+        CK(mla_attention_launch(p, 0));
+        CK(cudaDeviceSynchronize());
+    }
+    // the pieces the list deals (units past batch · n_splits), and the list itself where one was written: every item
+    // exactly once, a split sequence's whole items never, each of its pieces in every head group
+    int n_piece_items = 0, list_bad = 0;
+    {
+        std::vector<int> list(list_ints);
+        std::vector<MlaPiece> pieces(B);
+        CK(cudaMemcpy(list.data(), p.schedule, list_ints * sizeof(int), cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(pieces.data(), mla_schedule_pieces(p.schedule), B * sizeof(MlaPiece), cudaMemcpyDeviceToHost));
+        const int n_groups = (H + 63) / 64, n_units = B * n_splits;
+        std::vector<int> seen((size_t)(n_units + B) * n_groups, 0);
+        std::vector<char> split(B, 0);
+        bool written = false;
+        for (int v : list) {
+            if (v < 0) continue;
+            written = true;
+            if (v >= (int)seen.size()) {
+                list_bad++;
+                continue;
+            }
+            seen[v]++;
+            if (v / n_groups >= n_units) {
+                n_piece_items++;
+                const MlaPiece &pc = pieces[v / n_groups - n_units];
+                if (pc.b < 0 || pc.b >= B) list_bad++;
+                else split[pc.b] = 1;
+            }
+        }
+        for (size_t v = 0; written && v < seen.size(); v++) {
+            const int unit = (int)(v / n_groups);
+            const bool want = unit < n_units ? !split[unit / n_splits]
+                                             : seen[(size_t)unit * n_groups] > 0 || seen[(size_t)unit * n_groups + n_groups - 1] > 0;
+            list_bad += seen[v] != (want ? 1 : 0);
+        }
+        for (int slot = 0; written && slot < B && n_piece_items; slot++) {  // a split sequence's pieces: all dealt
+            if (!seen[(size_t)(n_units + slot) * n_groups]) continue;
+            const MlaPiece &pc = pieces[slot];
+            const int slot0 = pc.slots >> 10, k = pc.slots & 1023;
+            for (int j = 0; j < k; j++)
+                list_bad += slot0 + j >= B || !seen[(size_t)(n_units + slot0 + j) * n_groups] || pieces[slot0 + j].b != pc.b;
+        }
+        if (list_bad) printf("  %s: the list is not every item once (%d wrong)\n", k.name, list_bad);
+    }
     std::vector<uint16_t> o(o_elems);
     CK(cudaMemcpy(o.data(), d_o, o_elems * 2, cudaMemcpyDeviceToHost));
     int guard_bad = 0;
@@ -256,10 +323,25 @@ static void run_case(const Case &k, int sms) {
                k.name, n_flip_explained);
     if (guard_bad) printf("  %s: %d guard values around q changed (a line outside q was discarded)\n", k.name, guard_bad);
     bad += guard_bad;
+    const bool pieces_wrong = k.expect_pieces >= 0 && seesaw_as_released() && (n_piece_items > 0) != (k.expect_pieces > 0);
+    if (pieces_wrong)
+        printf("  %s: the schedule dealt %d piece item(s), expected %s\n", k.name, n_piece_items,
+               k.expect_pieces ? "some" : "none");
+    bad += pieces_wrong + list_bad;
     g_checks++;
     if (bad) g_fail++;
-    printf("%s %s: batch %d, %d heads, max len %d, %d split(s) of %d, %s: max err %.2e of max|ref|, %d bad\n",
-           bad ? "FAIL" : "ok  ", k.name, B, H, L, n_splits, split_len, k.balance ? "balanced" : "index order", worst, bad);
+    printf("%s %s: batch %d, %d heads, max len %d, %d split(s) of %d, %s, %d piece item(s): max err %.2e of max|ref|, "
+           "%d bad\n", bad ? "FAIL" : "ok  ", k.name, B, H, L, n_splits, split_len,
+           k.balance ? "balanced" : "index order", n_piece_items, worst, bad);
+#if defined(LATTE_DEV_EXPERIMENTS)
+    {  // the list writer's steps (cycles from its start), where the launch wrote the list
+        long long c[8] = {};
+        CK(mla_attention_schedule_clocks(c));
+        if (c[6] > c[0] && c[0] != 0)  // the writer ran to its end (ranked): else it stopped early (index order)
+            printf("      list writer: keys %lld, split decided %lld, pieces %lld, ranked %lld, LPT %lld, end %lld cycles\n",
+               c[1] - c[0], c[2] - c[0], c[3] - c[0], c[4] - c[0], c[5] - c[0], c[6] - c[0]);
+    }
+#endif
     if (k.discard_q)
         printf("      (q values reading stale afterwards, i.e. dropped unwritten: %zu of %zu)\n", q_stale, q.size());
     cudaFree(d_q_alloc), cudaFree(d_cache), cudaFree(d_cos), cudaFree(d_sin), cudaFree(d_o), cudaFree(d_lens), cudaFree(d_ws);
@@ -639,6 +721,17 @@ int main() {
         for (int i = 0; i < n; i++) v[i] = rng() % 8 == 0 ? max_len - (int)(rng() % 64) : (int)(rng() % (max_len / 8));
         return v;
     };
+    // a few long sequences (at `long_len`, T = 64k + 1 where long_len is 64k: the last piece's one-token tail) among
+    // many short ones, some invalid: the schedule splits the long ones into pieces, the last piece combines
+    const auto few_long = [](int n, int n_long, int long_len, int short_max, int max_len) {
+        std::vector<int> v(n);
+        for (int i = 0; i < n; i++) {
+            const uint64_t r = rng() % 32;
+            v[i] = r == 0 ? -1 : r == 1 ? max_len + 1 : (int)(rng() % (short_max + 1));
+        }
+        for (int i = 0; i < n_long; i++) v[(size_t)i * (n - 1) / std::max(1, n_long - 1)] = long_len - (i % 2) * (int)(rng() % 100);
+        return v;
+    };
     std::vector<int> discard_lens = random_lens(160, 130);
     discard_lens[0] = 130, discard_lens[1] = -1, discard_lens[2] = 0;  // the longest, an invalid one, one token
     const Case cases[] = {
@@ -646,6 +739,12 @@ int main() {
         {"many sequences, index order", 420, 64, 190, random_lens(420, 190), true, 0, 0, 1.f, 1.f, false, 0},
         {"skewed lengths, 128 heads", 150, 128, 700, skewed_lens(150, 700), true, 0, 0, 1.f, 1.f},
         {"skewed lengths, stored keys", 300, 64, 400, skewed_lens(300, 400), false, 0, 0, 1.f, 1.f},
+        {"a few long among short: pieces, 128 heads", 130, 128, 1600, few_long(130, 4, 1536, 60, 1600), true, 0, 0, 1.f, 1.f, false, 1, 1},
+        {"a few long among short, index order", 130, 128, 1600, few_long(130, 4, 1536, 60, 1600), true, 0, 0, 1.f, 1.f, false, 0, 0},
+        {"one very long among short: many pieces", 140, 64, 4000, few_long(140, 1, 3968, 40, 4000), true, 0, 0, 1.f, 1.f, false, 1, 1},
+        {"a few long among short: pieces, 48 heads, stored keys", 200, 48, 1300, few_long(200, 3, 1280, 50, 1300), false, 0, 0, 2.f, 0.5f, false, 1, 1},
+        {"equal lengths: no pieces", 140, 128, 700, std::vector<int>(140, 700), true, 0, 0, 1.f, 1.f, false, 1, 0},
+        {"discarded q, a long sequence in pieces", 150, 64, 2000, few_long(150, 1, 1984, 60, 2000), true, 0, 0, 1.f, 1.f, true, 1, 1},
         {"many sequences split in two, index order", 150, 64, 700, random_lens(150, 700), true, 0, 0, 1.f, 1.f, false, 0},
         {"many sequences, split in two", 150, 64, 700, random_lens(150, 700), true, 0, 0, 1.f, 1.f},
         {"many short sequences, 16 heads", 300, 16, 40, random_lens(300, 40), true, 0, 0, 1.f, 1.f},

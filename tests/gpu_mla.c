@@ -688,9 +688,9 @@ static void env_checks(void) {
     /* the A/B switches read at plan creation: "0" / "1" work, anything else fails with INVALID_ARGUMENT naming it */
     {
         const char *names[] = {"LATTE_MLA_APPEND_IN_Q", "LATTE_MLA_DISCARD", "LATTE_MLA_UV_EARLY", "LATTE_MLA_BALANCE",
-                               "LATTE_MLA_ATTN_PREP", "LATTE_MLA_TUNE_WIDE"};
+                               "LATTE_MLA_ATTN_PREP", "LATTE_MLA_TUNE_WIDE", "LATTE_MLA_SPLIT_LONG"};
         const char *vals[] = {"0", "1", "no"};
-        for (int n = 0; n < 6; n++)
+        for (int n = 0; n < (int)(sizeof names / sizeof names[0]); n++)
             for (int i = 0; i < 3; i++) {
                 setenv(names[n], vals[i], 1);
                 latte_mla_plan plan = NULL;
@@ -735,6 +735,12 @@ int main(void) {
     static int32_t tok_lens[40];
     for (int b = 0; b < 40; b++) tok_lens[b] = b < 16 ? 64 * b : (int32_t)test_randint(0, 1100);
     tok_lens[16] = 127, tok_lens[17] = 129, tok_lens[18] = 1024, tok_lens[19] = 1100, tok_lens[20] = 1088;
+    /* a few long sequences among many short ones (an invalid one too): the attention's schedule splits the long ones
+     * into pieces at run time and the last piece of each combines them (mla_attention_schedule.cuh); the long ones sit
+     * first and last (always in the CPU sample), one of them at 64k (the last piece's one-token tail) */
+    static int32_t long_lens[150];
+    for (int b = 0; b < 150; b++) long_lens[b] = (int32_t)test_randint(0, 40);
+    long_lens[0] = 640, long_lens[149] = 655, long_lens[50] = 600, long_lens[100] = 630, long_lens[77] = -1;
     /* Magnitudes: the scores scale with x * wscale^3 * cache. Past a score spread of a few units the softmax
      * is so peaked that one bf16 ulp of q_lat (any two summation orders differ by that) moves y past the
      * reference tolerance, for every implementation (the simple CUDA kernels and the CPU backend disagree
@@ -798,6 +804,10 @@ int main(void) {
          * conventions, padded strides */
         {"h128 b40 tail lengths",    128, 2048, 512,  40,  LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 1200, 1100, -1, 40, tok_lens, 0, 0, 0, 1, 0, NULL, "1"},
         {"h64 b40 tail lengths stored pad",64, 1024, 512, 40, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 1200, 1100, -1, 40, tok_lens, 8, 8, 16, 0, 0, NULL, "1"},
+        /* a few long sequences split into pieces (both conventions; the list by the query kernel's spare CTA and by
+         * the attention's own launch; graph capture and determinism in extras) */
+        {"h128 b150 a few long",     128, 2048, 512,  150, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 700, 660, -1, 12, long_lens, 0, 0, 0, 1, 0, NULL, NULL},
+        {"h128 b150 a few long stored own schedule",128, 2048, 512, 150, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 700, 660, -1, 12, long_lens, 0, 0, 0, 1, 0, NULL, "1p"},
     };
     const char *no_lt = getenv("LATTE_TEST_NO_CUBLASLT");
     const int skip_lt = no_lt && no_lt[0] == '1';

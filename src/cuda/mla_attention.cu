@@ -27,6 +27,7 @@
 //   combine o_lat = Σ_s w_s·o_s, w_s = exp(lse_s − max) / Σ; NaN rows for invalid lengths.
 #include "cuda/mla_attention.cuh"
 #include "cuda/mla_attention_common.cuh"
+#include "cuda/mla_attention_schedule.cuh"
 #include "cuda/ptx.cuh"
 
 #include <atomic>
@@ -643,8 +644,11 @@ size_t mla_attention_schedule_offset(int batch, int n_heads, int n_splits) {
 }
 
 size_t mla_attention_workspace_bytes(int batch, int n_heads, int n_splits) {
+    // the list, then the run-time pieces and their counters (mla_schedule_pieces)
+    const size_t groups = (size_t)(n_heads + kMlaScheduleGroupHeads - 1) / kMlaScheduleGroupHeads;
     return mla_attention_schedule_offset(batch, n_heads, n_splits) +
-           (size_t)kMlaScheduleCtasMax * kMlaScheduleRounds * sizeof(int);
+           (size_t)kMlaScheduleCtasMax * kMlaScheduleRounds * sizeof(int) + (size_t)batch * sizeof(MlaPiece) +
+           (size_t)batch * groups * sizeof(int);
 }
 
 cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t stream) {

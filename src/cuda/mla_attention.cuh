@@ -81,6 +81,10 @@ struct MlaAttentionParams {
     int *schedule = nullptr;
     int schedule_ready = 0;
     int schedule_grid = 0;
+    // 1: where the launch writes the list itself (schedule_ready 0) and there is one split, it may split long
+    // sequences into pieces at run time (mla_attention_schedule.cuh); 0: whole items only. A prepared list says for
+    // itself (MlaScheduleArgs::pieces). A schedule: never changes a result beyond the fp32 combine's rounding.
+    int split_long = 1;
 };
 
 // The list's bounds: at most this many rounds (more: index order, no list), units ranked (more: index order in the
@@ -92,8 +96,8 @@ constexpr int kMlaScheduleRounds = 14, kMlaScheduleUnitsMax = 1024, kMlaSchedule
 // one split per sequence. Deterministic: a function of the arguments only.
 void mla_attention_schedule(int batch, int n_heads, int max_cache_len, int sm_count, int *n_splits, int *split_len);
 
-// Workspace the attention needs (o_partial, lse_partial, then the schedule's list at mla_attention_schedule_offset),
-// bytes, for the given split schedule.
+// Workspace the attention needs (o_partial, lse_partial, then the schedule's list at mla_attention_schedule_offset,
+// and the run-time pieces after it), bytes, for the given split schedule.
 size_t mla_attention_workspace_bytes(int batch, int n_heads, int n_splits);
 size_t mla_attention_schedule_offset(int batch, int n_heads, int n_splits);
 
@@ -129,6 +133,8 @@ cudaError_t mla_attention_seesaw_trace_select(int item, int first_pair);
 // 0 where a CTA had no such event since the last clear
 cudaError_t mla_attention_seesaw_item_trace(unsigned long long *host);
 cudaError_t mla_attention_seesaw_item_trace_clear();
+// the one-CTA list writer's clock64 at its steps (mla_attention_schedule.cuh), its last launch: [8]
+cudaError_t mla_attention_schedule_clocks(long long *host);
 #endif
 
 }  // namespace latte

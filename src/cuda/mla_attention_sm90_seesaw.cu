@@ -129,6 +129,7 @@ __device__ __forceinline__ uint32_t unit_offset(int r, int c, int u) {
 constexpr int kTracePairs = 8, kTraceSlots = 32;
 __device__ unsigned long long g_seesaw_trace[2][kTracePairs][kTraceSlots];
 __device__ int g_trace_item = 0, g_trace_first_pair = 8;  // which of block 0's items, from which pair
+__device__ long long g_schedule_clocks[8];  // the one-CTA list writer's steps (MlaScheduleArgs::clocks)
 // and, for every CTA (up to kTraceCtas), globaltimer (ns) at its entry, at each of its first kTraceItems items' Q
 // ready, pairs done (WG0) and output written, and at its exit
 __device__ unsigned long long g_seesaw_items[kTraceCtas][2 + 3 * kTraceItems];
@@ -147,7 +148,9 @@ __device__ __forceinline__ unsigned long long global_ns() {
 #if LATTE_PTX_SM90A
 // One work item: (sequence b, split, group of 64 heads), numbered as the non-persistent grid numbered its blocks
 // (group fastest, then split, then sequence: the two head groups of a sequence run side by side and share its tiles
-// through L2). real: a valid length and a non-empty split (else the item only writes its NaN rows or its −inf LSE).
+// through L2); units past batch · n_splits are the pieces of long sequences split at run time (one split only; the
+// list's writer made them: mla_attention_schedule.cuh), split = −1 − the piece's slot. real: a valid length and a
+// non-empty split (else the item only writes its NaN rows or its −inf LSE).
 struct SeesawItem {
     int b, split, head0, heads, T, tok_begin, n_tiles;
     int tail;  // tokens of the last tile when it goes through the CUDA cores (see the tail below), else 0
@@ -155,20 +158,107 @@ struct SeesawItem {
 };
 __device__ __forceinline__ SeesawItem seesaw_item(const MlaAttentionParams &p, int n_groups, int item) {
     SeesawItem it;
-    const int group = item % n_groups;
-    it.split = (item / n_groups) % p.n_splits;
-    it.b = item / n_groups / p.n_splits;
+    const int group = item % n_groups, unit = item / n_groups, n_units = p.batch * p.n_splits;
     it.head0 = group * kHeads;
     it.heads = min(kHeads, p.n_heads - it.head0);
-    const int len = p.cache_lens[it.b];
-    it.T = len + 1;
-    it.tok_begin = it.split * p.split_len;
-    const int tok_end = min(it.T, it.tok_begin + p.split_len);
-    it.real = length_is_valid(len, p.max_cache_len) && it.tok_begin < tok_end;
+    int tok_end;
+    if (unit < n_units) {
+        it.split = unit % p.n_splits;
+        it.b = unit / p.n_splits;
+        const int len = p.cache_lens[it.b];
+        it.T = len + 1;
+        it.tok_begin = it.split * p.split_len;
+        tok_end = min(it.T, it.tok_begin + p.split_len);
+        it.real = length_is_valid(len, p.max_cache_len) && it.tok_begin < tok_end;
+    } else {  // a piece: a valid length, at least one token
+        const int4 piece = *reinterpret_cast<const int4 *>(mla_schedule_pieces(p.schedule) + (unit - n_units));
+        it.split = -1 - (unit - n_units);
+        it.b = piece.x;
+        it.T = p.cache_lens[it.b] + 1;
+        it.tok_begin = piece.y;
+        tok_end = piece.z;
+        it.real = true;
+    }
     it.n_tiles = it.real ? (tok_end - it.tok_begin + kTile - 1) / kTile : 0;
     const int last_tokens = tok_end - it.tok_begin - kTile * (it.n_tiles - 1);
     it.tail = it.real && (it.n_tiles & 1) && last_tokens <= kTailMax ? last_tokens : 0;
     return it;
+}
+
+// A piece's end (every thread calls it, after writing its rows of the piece's partial and LSE): the last of the
+// (sequence, head group)'s pieces to finish combines them into o_lat, as the combine kernel does (mla_attention.cu):
+// o = bf16(Σ_j w_j o_j), w_j = e^(lse_j − max) / Σ_j e^(lse_j − max). Who is last: a counter per (sequence, head group),
+// zeroed by the list's writer; each piece's threads fence their rows before the count (the last CTA then reads every
+// piece's rows from L2). `scratch`: shared memory of 4 + 64·k floats (the Q region). Inline: out of line (an ABI call
+// in the item loop) ptxas spilled 212 bytes around the call; inline the kernel stays at 254 registers, no spill.
+// ~k × 128 KB read from L2 by one SM (a few µs for k ~ 6), once per long sequence.
+__device__ __forceinline__ void seesaw_piece_done(const MlaAttentionParams &p, float *scratch, int b, int head0, int heads,
+                                               int slot, int n_groups) {
+    const int tid = threadIdx.x;
+    __threadfence();  // this thread's rows of the partial, before the count that lets another CTA read them
+    ptx::named_bar_sync(kBarOut, kThreads);
+    int *const flag = reinterpret_cast<int *>(scratch);
+    if (tid == 0) {
+        const int slots = mla_schedule_pieces(p.schedule)[slot].slots;
+        int *const counter = mla_schedule_counters(p.schedule, p.batch) + b * n_groups + head0 / kHeads;
+        flag[0] = atomicAdd(counter, 1) == (slots & 1023) - 1 ? slots : -1;
+    }
+    ptx::named_bar_sync(kBarOut, kThreads);
+    const int slots = flag[0];
+    if (slots >= 0) {  // the last: every piece's rows are written (their fences came before their counts)
+        __threadfence();
+        const int slot0 = slots >> 10, k = slots & 1023;
+        float *const w = scratch + 4;  // [k][64] the pieces' weights per head
+        if (tid < heads) {
+            const float *lse = p.lse_partial + (size_t)slot0 * p.n_heads + head0 + tid;
+            float mx = -INFINITY;
+            for (int j = 0; j < k; ++j) mx = fmaxf(mx, __ldcg(lse + (size_t)j * p.n_heads));
+            float den = 0.f;
+            for (int j = 0; j < k; ++j) den += expf(__ldcg(lse + (size_t)j * p.n_heads) - mx);
+            const float inv_den = 1.f / den;
+            for (int j = 0; j < k; ++j) w[j * kHeads + tid] = expf(__ldcg(lse + (size_t)j * p.n_heads) - mx) * inv_den;
+        }
+        ptx::named_bar_sync(kBarOut, kThreads);
+        // 8 float4 of a row each pass (a thread: columns 4·c4 of 8 rows 8 apart), the pieces 2 at a time: 16 loads in
+        // flight a thread, enough to keep one SM's L2 requests busy
+        constexpr int kRowsPerPass = 8;
+        const int c4 = tid % 128;
+        for (int h_base = tid / 128; h_base < heads; h_base += 2 * kRowsPerPass) {
+            float4 acc[kRowsPerPass];
+#pragma unroll
+            for (int i = 0; i < kRowsPerPass; ++i) acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+            for (int j = 0; j < k; ++j) {
+                const float4 *src = reinterpret_cast<const float4 *>(p.o_partial) +
+                                    ((size_t)(slot0 + j) * p.n_heads + head0) * (kMlaLatent / 4) + c4;
+                float4 v[kRowsPerPass];
+#pragma unroll
+                for (int i = 0; i < kRowsPerPass; ++i) {
+                    const int h = h_base + 2 * i;
+                    v[i] = h < heads ? __ldcg(src + (size_t)h * (kMlaLatent / 4)) : make_float4(0.f, 0.f, 0.f, 0.f);
+                }
+#pragma unroll
+                for (int i = 0; i < kRowsPerPass; ++i) {
+                    const int h = h_base + 2 * i;
+                    const float wj = h < heads ? w[j * kHeads + h] : 0.f;
+                    acc[i].x = fmaf(wj, v[i].x, acc[i].x), acc[i].y = fmaf(wj, v[i].y, acc[i].y);
+                    acc[i].z = fmaf(wj, v[i].z, acc[i].z), acc[i].w = fmaf(wj, v[i].w, acc[i].w);
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < kRowsPerPass; ++i) {
+                const int h = h_base + 2 * i;
+                if (h >= heads) continue;
+                const __nv_bfloat162 lo = __floats2bfloat162_rn(acc[i].x, acc[i].y);
+                const __nv_bfloat162 hi = __floats2bfloat162_rn(acc[i].z, acc[i].w);
+                uint2 packed;
+                packed.x = *reinterpret_cast<const uint32_t *>(&lo);
+                packed.y = *reinterpret_cast<const uint32_t *>(&hi);
+                reinterpret_cast<uint2 *>(p.o_lat + ((size_t)b * p.n_heads + head0 + h) * kMlaLatent)[c4] = packed;
+            }
+        }
+    }
+    ptx::fence_proxy_async_smem();  // the scratch's generic accesses, before the next item's Q lands there by TMA
+    ptx::named_bar_sync(kBarOut, kThreads);
 }
 
 #endif
@@ -236,25 +326,26 @@ __global__ void __launch_bounds__(kThreads, 1)
     // with round-robin (CTA c takes items c, c + grid, ...) and lengths uniform in [1, 8K], some CTA gets two long
     // items and the grid takes ~2× the average CTA's work; the snake's rounds pair long with short. (The launcher
     // clears p.balance where there is no list.)
-    const int grid = (int)gridDim.x, cta = (int)blockIdx.x;
-    const int rounds = (n_items + grid - 1) / grid;
-    // the list in shared memory: nothing of this stays in registers (the pair loop is at the register limit)
+    const int cta = (int)blockIdx.x;
+    // the list in shared memory: nothing of this stays in registers (the pair loop is at the register limit). All
+    // kListMax rounds (−1 past the last): with pieces the list has more items than n_items (the launcher sets balance
+    // only where n_items fits the list)
     int *const s_list = reinterpret_cast<int *>(smem + kListOff);
     stamp_start(0);
-    if (p.balance && rounds <= kListMax) {
-        if (tid < rounds) s_list[tid] = p.schedule[cta * kMlaScheduleRounds + tid];
+    if (p.balance) {
+        if (tid < kListMax) s_list[tid] = p.schedule[cta * kMlaScheduleRounds + tid];
         __syncthreads();
     }
     stamp_start(1);
-    // item of round k for this CTA, or −1 where the last round has none for it
+    // item of round k for this CTA, or −1 where the round has none for it
     const auto list_item = [&](int k) -> int {
-        if (p.balance && (int)((n_items + gridDim.x - 1) / gridDim.x) <= kListMax) return s_list[k];
+        if (p.balance) return s_list[k];
         const int item = (int)blockIdx.x + k * (int)gridDim.x;
         return item < n_items ? item : -1;
     };
     // the next round after `k` whose item reads the cache (−1: none)
     const auto next_real = [&](int k) {
-        const int n_rounds = (int)((n_items + gridDim.x - 1) / gridDim.x);
+        const int n_rounds = p.balance ? kListMax : (int)((n_items + gridDim.x - 1) / gridDim.x);
         for (int j = k + 1; j < n_rounds; ++j) {
             const int i = list_item(j);
             if (i >= 0 && seesaw_item(p, n_groups, i).real) return j;
@@ -663,7 +754,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             issue_q(cur);
         }
         ptx::mbarrier_wait(q_bar, items_done & 1u);  // this item's Q
-        if (p.discard_q) {  // ... is in shared memory and no CTA reads it again: its lines leave L2 without a DRAM write
+        if (p.discard_q && cur.split >= 0) {  // ... is in shared memory and no CTA reads it again (a piece's is): its lines leave L2 without a DRAM write
             const char *q_item =
                 reinterpret_cast<const char *>(p.q + (int64_t)cur.b * p.q_batch_stride + (int64_t)cur.head0 * kMlaRow);
             for (int i = tid; i < cur.heads * (kMlaRow * 2 / 128); i += kThreads) ptx::discard_l2(q_item + 128 * i);
@@ -840,7 +931,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         // and thread 0 stores the 8 chunks with TMA (heads beyond n_heads are clipped), then copies the next item's
         // Q in once the stores have read the region.
         const int col0 = 256 * wg + 2 * t4;
-        if (stage_out) {
+        if (stage_out && cur.split >= 0) {
 #pragma unroll
             for (int hh = 0; hh < 2; ++hh) {
                 const int r = hh == 0 ? r0 : r1;
@@ -865,7 +956,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                 const int r = hh == 0 ? r0 : r1;
                 if (r >= cur.heads) continue;
                 const float inv_l = 1.f / (hh == 0 ? lt0 : lt1);
-                const size_t row_out = ((size_t)cur.split * p.batch + cur.b) * p.n_heads + cur.head0 + r;
+                // a piece's rows: its slot's (mla_attention_schedule.cuh)
+                const int prow = cur.split >= 0 ? cur.split * p.batch + cur.b : -1 - cur.split;
+                const size_t row_out = (size_t)prow * p.n_heads + cur.head0 + r;
                 float *dst = p.o_partial + row_out * kMlaLatent + col0;
 #pragma unroll
                 for (int j = 0; j < 32; ++j)
@@ -874,6 +967,11 @@ __global__ void __launch_bounds__(kThreads, 1)
                 if (wg == 0 && t4 == 0)
                     p.lse_partial[row_out] = (hh == 0 ? m_run0 : m_run1) + logf(hh == 0 ? lt0 : lt1);
             }
+            // the last of a long sequence's pieces to finish combines them (in the Q region: free, the next item's
+            // Q comes at its start with one split)
+            if (cur.split < 0)
+                seesaw_piece_done(p, reinterpret_cast<float *>(smem + kQOff), cur.b, cur.head0, cur.heads, -1 - cur.split,
+                                  n_groups);
         }
         if (items_done < kTraceItems) stamp(3 + 3 * items_done);
         stamp_end(5, items_done);
@@ -924,8 +1022,8 @@ bool encode_q_map(const MlaAttentionParams &p, CUtensorMap *map) {
 
 // The balanced schedule's list when no earlier kernel wrote it: one CTA (mla_attention_schedule.cuh)
 __global__ void __launch_bounds__(256, 1) mla_attention_schedule_kernel(const MlaScheduleArgs a) {
-    __shared__ __align__(16) int key[kMlaScheduleUnitsMax];
-    mla_schedule_write(a, key);
+    __shared__ __align__(16) int smem[kMlaScheduleSmemInts];
+    mla_schedule_write(a, smem);
 }
 
 // The grid: one CTA per SM (each takes ~227 KB of smem), or one per item where there are fewer items. Dev builds:
@@ -977,6 +1075,13 @@ cudaError_t launch_seesaw(const MlaAttentionParams &p_in, const CUtensorMap &map
         a.n_items = n_items;
         a.grid = (int)ctas;
         a.list = p.schedule;
+        const bool split_long = p.split_long && p.n_splits == 1;
+        a.pieces = split_long ? mla_schedule_pieces(p.schedule) : nullptr;
+        a.counters = split_long ? mla_schedule_counters(p.schedule, p.batch) : nullptr;
+#if defined(LATTE_DEV_EXPERIMENTS)
+        long long *clocks = nullptr;
+        if (cudaGetSymbolAddress(reinterpret_cast<void **>(&clocks), g_schedule_clocks) == cudaSuccess) a.clocks = clocks;
+#endif
         mla_attention_schedule_kernel<<<1, 256, 0, stream>>>(a);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
     }
@@ -1002,6 +1107,9 @@ cudaError_t mla_attention_seesaw_item_trace(unsigned long long *host) {
         e = cudaMemcpyFromSymbol(host + kTraceCtas * (2 + 3 * kTraceItems) + kTraceCtas * 2 * 6, g_seesaw_start,
                                  sizeof(g_seesaw_start));
     return e;
+}
+cudaError_t mla_attention_schedule_clocks(long long *host) {
+    return cudaMemcpyFromSymbol(host, g_schedule_clocks, sizeof(g_schedule_clocks));
 }
 cudaError_t mla_attention_seesaw_item_trace_clear() {
     static const unsigned long long zeros[kTraceCtas][2 + 3 * kTraceItems] = {}, zeros_end[kTraceCtas][2][6] = {};

@@ -45,6 +45,9 @@
 //                             at once, so its CTAs load their first weight stages on the SMs the attention leaves)
 //   LATTE_MLA_BALANCE=0       the Hopper attention's CTAs take items c, c + grid, ... (unset / 1: longest first, dealt
 //                             in a snake over the CTAs: MlaAttentionParams::balance)
+//   LATTE_MLA_SPLIT_LONG=0    the balanced schedule deals whole sequences only (unset / 1: where one split per sequence
+//                             leaves a few long sequences bounding the attention, it splits them into pieces at run
+//                             time and the last piece combines them: mla_attention_schedule.cuh)
 //   LATTE_MLA_ATTN_PREP=0     the attention's list written by its own launch (a one-CTA kernel ahead of it); unset / 1:
 //                             by a spare CTA of the fused query kernel where it has one (MlaQAbsorbArgs::attn)
 //   LATTE_MLA_TUNE_WIDE=0     latte_mla_plan_tune times the heuristic's cuBLASLt candidates only (unset / 1: also the
@@ -151,6 +154,7 @@ struct MlaCudaPlan {
     bool discard_scratch;           // the run's last readers of q_attn and o_lat drop them from L2 (LATTE_MLA_DISCARD)
     bool uv_early;                  // the attention lets an sm90 W_UV launch at once (PDL) (LATTE_MLA_UV_EARLY)
     bool balance;                   // the attention's items dealt longest first (LATTE_MLA_BALANCE)
+    bool split_long;                // the balanced schedule may split long sequences at run time (LATTE_MLA_SPLIT_LONG)
     bool attn_prep;                 // the fused query kernel's spare CTA writes the attention's list (LATTE_MLA_ATTN_PREP)
     bool tune_wide;                 // the tune also times cuBLASLt's neighbourhood of its top-1 (LATTE_MLA_TUNE_WIDE)
     latte::LtContext lt;
@@ -464,8 +468,9 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
         !env_switch("LATTE_MLA_UV_EARLY", 1, &uv_early_want) || !env_switch("LATTE_MLA_BALANCE", 1, &balance_want))
         return LATTE_STATUS_INVALID_ARGUMENT;
     const bool append_in_q = append_want != 0, discard_scratch = discard_want != 0, uv_early = uv_early_want != 0;
-    int attn_prep_want = 1, tune_wide_want = 1;
-    if (!env_switch("LATTE_MLA_ATTN_PREP", 1, &attn_prep_want) || !env_switch("LATTE_MLA_TUNE_WIDE", 1, &tune_wide_want))
+    int attn_prep_want = 1, tune_wide_want = 1, split_long_want = 1;
+    if (!env_switch("LATTE_MLA_ATTN_PREP", 1, &attn_prep_want) || !env_switch("LATTE_MLA_TUNE_WIDE", 1, &tune_wide_want) ||
+        !env_switch("LATTE_MLA_SPLIT_LONG", 1, &split_long_want))
         return LATTE_STATUS_INVALID_ARGUMENT;
     const latte::CublasLtApi *lt_api = nullptr;
     if (want_lt) {
@@ -489,6 +494,7 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
     cp->uv_early = uv_early;
     cp->balance = balance_want != 0;
     cp->attn_prep = attn_prep_want != 0;
+    cp->split_long = split_long_want != 0;
     cp->tune_wide = tune_wide_want != 0;
     if ((e = latte::gemm_bf16_setup(&cp->gemm))) {
         delete cp;
@@ -711,6 +717,10 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
             qa.attn.n_items = n_items;
             qa.attn.grid = grid;
             qa.attn.list = attn_schedule;
+            if (cp->split_long && L.attn_splits == 1) {
+                qa.attn.pieces = latte::mla_schedule_pieces(attn_schedule);
+                qa.attn.counters = latte::mla_schedule_counters(attn_schedule, (int)M);
+            }
             attn_schedule_grid = grid;
         }
     }
@@ -840,6 +850,7 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
         // attention's CTAs leave and load W_UV's first stages during the attention's tail
         ap.launch_dependents = cp->uv_early && on_sm90[kUv] ? 1 : 0;
         ap.balance = cp->balance ? 1 : 0;
+        ap.split_long = cp->split_long ? 1 : 0;
         ap.schedule = attn_schedule;
         ap.schedule_ready = attn_schedule_grid > 0 ? 1 : 0;
         ap.schedule_grid = attn_schedule_grid;

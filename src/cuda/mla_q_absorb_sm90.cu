@@ -92,8 +92,9 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
 __device__ __forceinline__ float bf16_round(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
 
 // The spare CTA's work (MlaQAbsorbArgs::attn): the attention's list. Out of line: nothing of it enters the tiles'
-// register allocation. `key`: shared memory of kMlaScheduleUnitsMax ints.
+// register allocation. `key`: shared memory of kMlaScheduleSmemInts ints.
 __device__ __noinline__ void write_attention_schedule(const QAbsorbParams &p, int *key) { mla_schedule_write(p.attn, key); }
+static_assert(kSmemBytes >= kMlaScheduleSmemInts * sizeof(int) + 1024, "the list's writer fits the CTA's shared memory");
 #endif
 
 __global__ void __launch_bounds__(kThreads, 1)
