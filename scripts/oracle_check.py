@@ -184,6 +184,17 @@ def main():
     ul2 = torch.randint(0, top + 1, (a.batch,), generator=gen).tolist()
     ul2[5], ul2[-2] = 0, top
     case("unequal_lens_keys_stored_rotated", ul2, seed + 4, rotated=True, must=(5, a.batch - 2))
+    # A few long sequences among short ones: the attention's schedule splits the long ones into pieces at run time
+    # (their output is the pieces' combine); the long ones are always among those compared
+    longs = sorted({i * (a.batch - 1) // 3 for i in range(4)})
+    fl = [min(511, top)] * a.batch
+    for i in longs:
+        fl[i] = top
+    case("few_long_lens", fl, seed + 8, must=longs)
+    fl2 = torch.randint(0, min(1024, top + 1), (a.batch,), generator=gen).tolist()
+    for j, i in enumerate(longs[:3]):
+        fl2[i] = top - j * 37
+    case("few_long_random_short_keys_stored_rotated", fl2, seed + 9, rotated=True, must=longs[:3])
 
     # ---- timing -------------------------------------------------------------------------------------------
     anchors = dict(gpu=gpu)

@@ -219,6 +219,63 @@ static void run_case(const Case &k, int sms) {
                 list_bad += slot0 + j >= B || !seen[(size_t)(n_units + slot0 + j) * n_groups] || pieces[slot0 + j].b != pc.b;
         }
         if (list_bad) printf("  %s: the list is not every item once (%d wrong)\n", k.name, list_bad);
+        // Where it holds pieces, the list's busiest CTA (in the writer's cost: quarter tiles an item) is the better of
+        // the snake and LPT (one unit at a time, host) over the same units: the writer's LPT places runs of equal
+        // units at once and must land on the same loads
+        if (written && n_piece_items > 0 && seesaw_as_released()) {
+            int dev = 0;
+            CK(cudaGetDevice(&dev));
+            const int grid = mla_attention_seesaw_grid(p, dev), columns = grid / n_groups;
+            std::vector<int> tiles(n_units + B, -1), units;
+            for (int v : list) {
+                const int u = v < 0 ? -1 : v / n_groups;
+                if (u < 0 || u >= n_units + B || tiles[u] >= 0) continue;
+                if (u < n_units) {
+                    const int len = k.lens[u / n_splits], T = len + 1, tb = (u % n_splits) * split_len;
+                    const int te = std::min(T, tb + split_len);
+                    tiles[u] = len >= 0 && len <= L && tb < te ? (te - tb + 63) / 64 : 0;
+                } else {
+                    tiles[u] = (pieces[u - n_units].tok_end - pieces[u - n_units].tok_begin + 63) / 64;
+                }
+                units.push_back(u);
+            }
+            // the writer's cost (an item with no tiles: its fixed part) and ranking (tiles, a piece first, the lower)
+            const auto size = [&](int u) {
+                return kMlaItemFixedQ + (tiles[u] > 0 ? 4 * tiles[u] + (u >= n_units ? kMlaPieceCombineQ : 0) : 0);
+            };
+            const auto rank_key = [&](int u) { return 2 * tiles[u] + (u >= n_units ? 1 : 0); };
+            std::sort(units.begin(), units.end(), [&](int x, int y) { return rank_key(x) != rank_key(y) ? rank_key(x) > rank_key(y) : x < y; });
+            long long listed = 0, snake = 0, lpt = 0, total = 0;
+            for (int c = 0; c < grid; c++) {
+                long long sum = 0;
+                for (int r = 0; r < kMlaScheduleRounds; r++)
+                    if (list[(size_t)c * kMlaScheduleRounds + r] >= 0) sum += size(list[(size_t)c * kMlaScheduleRounds + r] / n_groups);
+                listed = std::max(listed, sum);
+            }
+            std::vector<long long> snake_load(grid, 0), col_load(std::max(columns, 1), 0);
+            std::vector<int> col_items(std::max(columns, 1), 0);
+            bool overflow = false;
+            for (size_t r = 0; r < units.size(); r++) {
+                const int u = units[r];
+                total += size(u);
+                for (int g = 0; g < n_groups; g++) {
+                    const int rank = (int)r * n_groups + g, kk = rank / grid, i = rank % grid;
+                    snake_load[(kk & 1) ? grid - 1 - i : i] += size(u);
+                }
+                const int c = (int)(std::min_element(col_load.begin(), col_load.end()) - col_load.begin());
+                col_load[c] += size(u);
+                overflow |= ++col_items[c] > kMlaScheduleRounds;
+            }
+            snake = *std::max_element(snake_load.begin(), snake_load.end());
+            lpt = *std::max_element(col_load.begin(), col_load.end());
+            const bool lpt_ok = columns >= 1 && columns <= kMlaLptColumnsMax && total < (1 << 22) && !overflow;
+            const long long want = lpt_ok && lpt < snake ? lpt : snake;
+            if (listed != want) {
+                printf("  %s: the list's busiest CTA has %lld quarter tiles, the better of the snake (%lld) and LPT (%lld%s)"
+                       " %lld\n", k.name, listed, snake, lpt, lpt_ok ? "" : ", not eligible", want);
+                list_bad++;
+            }
+        }
     }
     std::vector<uint16_t> o(o_elems);
     CK(cudaMemcpy(o.data(), d_o, o_elems * 2, cudaMemcpyDeviceToHost));
@@ -743,6 +800,7 @@ int main() {
         {"a few long among short, index order", 130, 128, 1600, few_long(130, 4, 1536, 60, 1600), true, 0, 0, 1.f, 1.f, false, 0, 0},
         {"one very long among short: many pieces", 140, 64, 4000, few_long(140, 1, 3968, 40, 4000), true, 0, 0, 1.f, 1.f, false, 1, 1},
         {"a few long among short: pieces, 48 heads, stored keys", 200, 48, 1300, few_long(200, 3, 1280, 50, 1300), false, 0, 0, 2.f, 0.5f, false, 1, 1},
+        {"a few long among many lengths: pieces, runs short and long", 150, 64, 4000, few_long(150, 2, 3968, 1500, 4000), true, 0, 0, 1.f, 1.f, false, 1, 1},
         {"equal lengths: no pieces", 140, 128, 700, std::vector<int>(140, 700), true, 0, 0, 1.f, 1.f, false, 1, 0},
         {"discarded q, a long sequence in pieces", 150, 64, 2000, few_long(150, 1, 1984, 60, 2000), true, 0, 0, 1.f, 1.f, true, 1, 1},
         {"many sequences split in two, index order", 150, 64, 700, random_lens(150, 700), true, 0, 0, 1.f, 1.f, false, 0},

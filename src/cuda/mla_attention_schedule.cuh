@@ -10,7 +10,7 @@
 // ptxas allocates them.
 //
 // The schedule (unchanged from the in-kernel version): items (sequence, split, head group) ranked by their tiles,
-// longest first (ties: the lower item first); round k holds ranks [k·grid, (k+1)·grid) and gives rank k·grid + i to CTA
+// longest first (a piece before a whole item of as many tiles; ties: the lower item first); round k holds ranks [k·grid, (k+1)·grid) and gives rank k·grid + i to CTA
 // i on an even round and to CTA grid − 1 − i on an odd one (a snake: the CTAs that took the longest items of a round
 // take the shortest of the next); a unit's head groups take adjacent ranks, so they run side by side and share the
 // unit's tiles in L2. All lengths equal, one round, or more than kMlaScheduleUnitsMax units: index order (CTA c takes
@@ -80,12 +80,16 @@ static __host__ __device__ __forceinline__ int mla_schedule_rounds(int n_items, 
 }
 
 #if defined(__CUDACC__)
-// The writer's shared memory (ints): the units' keys (tiles) and scratch, then per unit its rank, its round and column
-// under LPT (see mla_schedule_write), the units in rank order, then per CTA the snake's load. 24.6 KB.
+// LPT's bounds (mla_schedule_lpt): columns (kMlaLptRegs a lane of warp 0 where it places units one at a time), and the
+// length from which a run of equal-size units is placed in one parallel step rather than one unit at a time (a unit
+// ~300 cycles, a run ~2k: clock64 in dev builds)
+constexpr int kMlaLptRegs = 5, kMlaLptColumnsMax = 32 * kMlaLptRegs, kMlaLptRunMin = 8;
+// The writer's shared memory (ints): the units' keys (tiles) and scratch; per unit its rank, its round and column under
+// LPT; the units in rank order and, per rank, the end of its run of equal sizes; per CTA the snake's load; LPT's
+// columns (load, items, a run's quotient and remainder) and warps. 31.8 KB.
 constexpr int kMlaScheduleScratch = 12;
-constexpr int kMlaScheduleSmemInts = 5 * kMlaScheduleUnitsMax + kMlaScheduleScratch + kMlaScheduleCtasMax;
-// LPT's bounds: columns in registers (kMlaLptRegs a lane of warp 0), units (one redux each, ~100 cycles: 512 ~25 µs)
-constexpr int kMlaLptRegs = 5, kMlaLptUnitsMax = 512;
+constexpr int kMlaScheduleSmemInts =
+    6 * kMlaScheduleUnitsMax + kMlaScheduleScratch + kMlaScheduleCtasMax + 4 * kMlaLptColumnsMax + 32;
 
 // A unit's cost for the assignments, in quarter tiles: its tiles, the item's fixed cost, a piece's combine share
 // (0: reads nothing)
@@ -93,6 +97,19 @@ constexpr int kMlaItemFixedQ = (int)(4.f * kMlaItemFixedTiles), kMlaPieceCombine
 static __device__ __forceinline__ int mla_schedule_size(int tiles, bool piece) {
     return tiles > 0 ? 4 * tiles + kMlaItemFixedQ + (piece ? kMlaPieceCombineQ : 0) : 0;
 }
+// A ranked unit's key: its class 2 · tiles + (1 for a piece) (equal classes are equal sizes; a piece ranks before a
+// whole item of as many tiles) above 1023 − the unit (ties: the lower unit first), so that every key differs and a
+// unit's rank is the number of keys above its own. Its size in the assignments: an item with nothing to read (an
+// invalid length) still costs its fixed part (it writes its rows).
+constexpr int kMlaKeyClassMax = (1 << 20) - 1;  // tiles past 2^19 (33 M tokens) rank as that many
+static __device__ __forceinline__ int mla_schedule_rank_key(int tiles, bool piece, int u) {
+    return (min(2 * tiles + (piece ? 1 : 0), kMlaKeyClassMax) << 10) | (1023 - u);
+}
+static __device__ __forceinline__ int mla_schedule_size_of_key(int key) {
+    const int cls = key >> 10;
+    return cls >= 2 ? mla_schedule_size(cls >> 1, cls & 1) : kMlaItemFixedQ;
+}
+static_assert(kMlaScheduleUnitsMax <= 1024, "a unit fits a rank key's 10 bits");
 
 // Splits the sequences longer than the best piece length into pieces (see above), if that promises a gain: writes the
 // pieces, zeroes their counters, sets key[n_units + slot] to each piece's tiles and key[b] = −1 for a split sequence.
@@ -169,7 +186,13 @@ static __device__ __noinline__ int mla_schedule_split(const MlaScheduleArgs &a, 
         const int k = kk[u];
         if (k == 0) continue;
         int slot = 0;  // the sequence's first slot: the pieces of the sequences before it (a deterministic list)
-        for (int v = 0; v < u; ++v) slot += kk[v];
+        const int4 *const kk4 = reinterpret_cast<const int4 *>(kk);
+#pragma unroll 4
+        for (int v4 = 0; v4 < u / 4; ++v4) {
+            const int4 x = kk4[v4];
+            slot += x.x + x.y + x.z + x.w;
+        }
+        for (int v = u & ~3; v < u; ++v) slot += kk[v];
         const int t = key[u], T = a.cache_lens[u] + 1;
         for (int i = 0; i < k; ++i) {
             MlaPiece piece;
@@ -188,6 +211,163 @@ static __device__ __noinline__ int mla_schedule_split(const MlaScheduleArgs &a, 
     return n_units + sc[1];
 }
 
+// LPT's assignment (see mla_schedule_write) of the ranked units order[0, n_placed) to `columns` columns: col_of[u] and
+// prefix_of[u] (the unit's place in its column's list). Returns the busiest column's load (quarter tiles), or INT_MAX
+// where a column would take more than the list's rounds. Every thread calls it, columns <= blockDim.x; `col` holds
+// kMlaLptColInts ints (16-byte aligned).
+//
+// LPT gives each unit in rank order to the least loaded column (ties: the lower). One unit at a time is a serial chain
+// (~300 cycles a unit: 150 units ~45k cycles, longer than the query kernel whose spare CTA writes the list), but a run
+// of m units of one size s has a closed form: its picks are the m smallest of the columns' sequences load_c + j·s
+// (j ≥ 0, ties by column). Write load_c = q_c·s + r_c: column c's j-th value lies at level q_c + j, and within a level
+// the values order by (r_c, c). With A(ℓ) = Σ_c max(0, ℓ − q_c) (the values below level ℓ), the run fills every level
+// below ℓ* = the largest ℓ with A(ℓ) < m, and at ℓ* the first m − A(ℓ*) columns by (r_c, c) among those with q_c ≤ ℓ*.
+// So column c takes max(0, ℓ* − q_c) units, one more if it is among those: the same loads as one unit at a time (which
+// of the run's equal units lands where may differ). Runs shorter than kMlaLptRunMin go one at a time (warp 0).
+constexpr int kMlaLptColInts = 4 * kMlaLptColumnsMax + 32;
+static_assert(kMlaScheduleSmemInts == 6 * kMlaScheduleUnitsMax + kMlaScheduleScratch + kMlaScheduleCtasMax + kMlaLptColInts,
+              "the writer's shared memory holds LPT's columns");
+static __device__ __noinline__ int mla_schedule_lpt(const int *key, const int *order, const int *run_end, int n_placed,
+                                                    int columns, int *col, int *col_of, int *prefix_of) {
+    const int tid = threadIdx.x, nthreads = blockDim.x, warp = tid / 32, lane = tid % 32;
+    // per column: load (quarter tiles), items, and a run's q and r; per warp: its columns' picks in a run
+    int *const c_load = col, *const c_items = c_load + kMlaLptColumnsMax, *const c_q = c_items + kMlaLptColumnsMax;
+    int *const c_r = c_q + kMlaLptColumnsMax, *const warp_picks = c_r + kMlaLptColumnsMax;
+    const int columns4 = (columns + 3) & ~3;  // c_q / c_r read as int4: the padding never eligible
+    const bool has_column = tid < columns;
+    if (tid < columns4) c_load[tid] = 0, c_items[tid] = 0, c_q[tid] = 0x7fffffff, c_r[tid] = 0;
+    __syncthreads();
+    for (int r0 = 0; r0 < n_placed;) {  // r0, its run and the runs after it: the same in every thread
+        if (run_end[r0] - r0 < kMlaLptRunMin) {
+            // short runs up to the next long one: warp 0, a unit at a time. The columns' (load << 10) | column in
+            // registers, the argmin by one redux a unit.
+            int r1 = r0;
+            while (r1 < n_placed && run_end[r1] - r1 < kMlaLptRunMin) r1 = run_end[r1];
+            if (warp == 0) {
+                unsigned packed[kMlaLptRegs];
+                int items[kMlaLptRegs];
+#pragma unroll
+                for (int j = 0; j < kMlaLptRegs; ++j) {  // a column past the last never wins
+                    const int c = lane + 32 * j;
+                    packed[j] = c < columns ? ((unsigned)c_load[c] << 10) | (unsigned)c : ~0u;
+                    items[j] = c < columns ? c_items[c] : 0;
+                }
+                // 32 units at a time: lane i loads unit r + i and its size, broadcast by shuffles off the chain (loads
+                // in the loop made it ~340 cycles a unit)
+                for (int r = r0; r < r1; r += 32) {
+                    const int my_u = r + lane < r1 ? order[r + lane] : 0;
+                    const int my_size = r + lane < r1 ? mla_schedule_size_of_key(key[my_u]) : 0;
+                    const int n = min(32, r1 - r);
+                    for (int i = 0; i < n; ++i) {
+                        const int u = __shfl_sync(0xffffffffu, my_u, i), size = __shfl_sync(0xffffffffu, my_size, i);
+                        unsigned mine = packed[0];
+#pragma unroll
+                        for (int j = 1; j < kMlaLptRegs; ++j) mine = min(mine, packed[j]);
+                        const unsigned c = __reduce_min_sync(0xffffffffu, mine) & 1023u;
+                        // the owner lane updates its register (arithmetic on every j: a branch on j == c / 32 became
+                        // an indexed access, i.e. the arrays in local memory)
+#pragma unroll
+                        for (int j = 0; j < kMlaLptRegs; ++j) {
+                            const bool hit = c == (unsigned)(lane + 32 * j);
+                            if (hit) col_of[u] = (int)c, prefix_of[u] = items[j];
+                            packed[j] += hit ? (unsigned)size << 10 : 0u;
+                            items[j] += hit ? 1 : 0;
+                        }
+                    }
+                }
+#pragma unroll
+                for (int j = 0; j < kMlaLptRegs; ++j) {
+                    const int c = lane + 32 * j;
+                    if (c < columns) c_load[c] = (int)(packed[j] >> 10), c_items[c] = items[j];
+                }
+            }
+            r0 = r1;
+            __syncthreads();
+            continue;
+        }
+        // a run of m ≥ kMlaLptRunMin units of size s at once (closed form above); thread c holds column c
+        const int m = run_end[r0] - r0, s = mla_schedule_size_of_key(key[order[r0]]);  // s > 0
+        int load = 0, items = 0, q = 0x7fffffff, r = 0;
+        if (has_column) {
+            load = c_load[tid], items = c_items[tid], q = load / s, r = load % s;
+            c_q[tid] = q, c_r[tid] = r;
+        }
+        __syncthreads();
+        int picks = 0, before = 0;  // column c's picks, and the picks of its warp's columns before it
+        if (warp * 32 < columns) {  // the warps holding columns each find ℓ* and the picks at it (the same)
+            int qv[kMlaLptRegs], kv[kMlaLptRegs];  // columns lane + 32 j: q, and (r << 8) | column (unique)
+#pragma unroll
+            for (int j = 0; j < kMlaLptRegs; ++j) {
+                const int c = lane + 32 * j;
+                qv[j] = c < columns ? c_q[c] : 0x7fffffff, kv[j] = c < columns ? (c_r[c] << 8) | c : 0x7fffffff;
+            }
+            int q_min = qv[0];
+#pragma unroll
+            for (int j = 1; j < kMlaLptRegs; ++j) q_min = min(q_min, qv[j]);
+            q_min = __reduce_min_sync(0xffffffffu, q_min);
+            const auto below = [&](int level) {  // A(level)
+                int a = 0;
+#pragma unroll
+                for (int j = 0; j < kMlaLptRegs; ++j) a += max(0, level - qv[j]);
+                return (int)__reduce_add_sync(0xffffffffu, (unsigned)a);
+            };
+            int lo = q_min, hi = q_min + m - 1;  // A(q_min) = 0 < m ≤ A(q_min + m)
+            while (lo < hi) {
+                const int mid = lo + (hi - lo + 1) / 2;
+                if (below(mid) < m) lo = mid;
+                else hi = mid - 1;
+            }
+            const int level = lo, below_level = below(level), eligible = below(level + 1) - below_level;
+            const int at_level = m - below_level;  // picks at ℓ* itself (≥ 1), of `eligible` columns there
+            // those picks: the columns at ℓ* whose (r << 8) | c is at most the at_level-th smallest (a search on it)
+            int k_pick = 0x7fffffff;
+            if (at_level < eligible) {
+                int k_lo = 0, k_hi = (s << 8) - 1;
+                while (k_lo < k_hi) {
+                    const int mid = k_lo + (k_hi - k_lo) / 2;
+                    int n = 0;
+#pragma unroll
+                    for (int j = 0; j < kMlaLptRegs; ++j) n += qv[j] <= level && kv[j] <= mid;
+                    if ((int)__reduce_add_sync(0xffffffffu, (unsigned)n) >= at_level) k_hi = mid;
+                    else k_lo = mid + 1;
+                }
+                k_pick = k_lo;
+            }
+            if (has_column && q <= level) picks = level - q + (((r << 8) | tid) <= k_pick ? 1 : 0);
+            int incl = picks;  // the warp's inclusive scan
+#pragma unroll
+            for (int o = 1; o < 32; o *= 2) {
+                const int t = __shfl_up_sync(0xffffffffu, incl, o);
+                incl += lane >= o ? t : 0;
+            }
+            before = incl - picks;
+            if (lane == 31) warp_picks[warp] = incl;
+        }
+        __syncthreads();
+        if (has_column) {  // column c takes the run's units [first, first + picks)
+            int first = before;
+            for (int w = 0; w < warp; ++w) first += warp_picks[w];
+            for (int j = 0; j < picks; ++j) {
+                const int u = order[r0 + first + j];
+                col_of[u] = tid, prefix_of[u] = items + j;
+            }
+            c_load[tid] = load + picks * s, c_items[tid] = items + picks;
+        }
+        r0 += m;
+        __syncthreads();
+    }
+    int busiest = 0;
+    bool overflow = false;
+    if (has_column) busiest = c_load[tid], overflow = c_items[tid] > kMlaScheduleRounds;
+    busiest = (int)__reduce_max_sync(0xffffffffu, (unsigned)busiest);
+    overflow = __any_sync(0xffffffffu, overflow);
+    if (lane == 0) warp_picks[warp] = overflow ? 0x7fffffff : busiest;  // blockDim ≤ 1024: 32 warps
+    __syncthreads();
+    int out = 0;
+    for (int w = 0; w < nthreads / 32; ++w) out = max(out, warp_picks[w]);
+    return out;
+}
+
 // Writes the whole list. Every thread of the block calls it (it has block barriers; blockDim.x a multiple of 32);
 // `smem` holds kMlaScheduleSmemInts ints.
 // Two assignments of the ranked units, the one with the less loaded busiest CTA written (loads in quarter tiles,
@@ -198,17 +378,19 @@ static __device__ __noinline__ int mla_schedule_split(const MlaScheduleArgs &a, 
 //     53.5 tiles under the snake, 36 under LPT, the average 31);
 //   LPT (longest processing time first): the units in rank order, each to the least loaded of grid / n_groups
 //     columns, all its head groups to that column's CTA of each group (so they run side by side, as in the snake).
-//     Sequential (one warp, a unit at a time), so only where pieces were made (whole units: the snake, as measured
-//     before the pieces; LPT also cost ~13 µs there for nothing at uniform lengths), up to kMlaLptUnitsMax units, and
-//     not where a column would take more than the list's rounds.
+//     A run of equal-size units at once (mla_schedule_lpt), only where pieces were made (whole units: the snake, as
+//     measured before the pieces), and not where a column would take more than the list's rounds.
 // The ranking is O(units²) over the block: 128 units take ~1 µs on one CTA.
 static __device__ __noinline__ void mla_schedule_write(const MlaScheduleArgs &a, int *smem) {
     using attention_detail::length_is_valid;
-    // sc: mla_schedule_split's [0..5], then [6] the units placed, [8] / [9] the snake's / LPT's busiest CTA
+    // sc: mla_schedule_split's [0..5], then [6] the units placed, [7] their total size, [8] / [9] the snake's / LPT's
+    // busiest CTA
     int *const key = smem, *const sc = key + kMlaScheduleUnitsMax;
     int *const rank_of = sc + kMlaScheduleScratch, *const prefix_of = rank_of + kMlaScheduleUnitsMax;
     int *const col_of = prefix_of + kMlaScheduleUnitsMax, *const order = col_of + kMlaScheduleUnitsMax;
-    int *const load = order + kMlaScheduleUnitsMax;  // [grid]: the snake's
+    int *const run_end = order + kMlaScheduleUnitsMax;  // per rank: the end of its run of equal sizes
+    int *const load = run_end + kMlaScheduleUnitsMax;   // [grid]: the snake's
+    int *const lpt_columns = load + kMlaScheduleCtasMax;
     const int tid = threadIdx.x, nthreads = blockDim.x, grid = a.grid, n_groups = a.n_groups;
     const int n_units = a.n_items / n_groups, rounds = mla_schedule_rounds(a.n_items, grid);
     const auto stamp = [&](int i) {
@@ -245,11 +427,13 @@ static __device__ __noinline__ void mla_schedule_write(const MlaScheduleArgs &a,
     stamp(3);
     if (n_rank == n_units && rounds < 2) return;  // one round of whole items: index order
     const int n_pad = (n_rank + 3) & ~3;
-    for (int u = n_rank + tid; u < n_pad; u += nthreads) key[u] = -1;
+    for (int u = tid; u < n_pad; u += nthreads)
+        key[u] = u < n_rank && key[u] >= 0 ? mla_schedule_rank_key(key[u], u >= n_units, u) : -1;
     for (int c = tid; c < grid; c += nthreads) load[c] = 0;
-    if (tid == 0) sc[6] = 0, sc[8] = 0, sc[9] = 0;
+    if (tid == 0) sc[6] = 0, sc[7] = 0, sc[8] = 0, sc[9] = 0;
     __syncthreads();
-    // each unit's rank (longest first, ties by index), and the units in rank order
+    // each unit's rank (largest key first, ties by index), the units in rank order, and the end of each rank's run of
+    // equal keys, i.e. sizes (for LPT)
     const int4 *const key4 = reinterpret_cast<const int4 *>(key);
     int placed = 0;  // this thread's units ranked
     for (int u = tid; u < n_rank; u += nthreads) {
@@ -258,72 +442,47 @@ static __device__ __noinline__ void mla_schedule_write(const MlaScheduleArgs &a,
             rank_of[u] = -1;
             continue;
         }
-        int r = 0;  // units ranked before u
+        const int ku_class_end = ku | 1023;  // above every key of u's class
+        int r = 0, longer = 0;               // keys above u's, and above its class (the start of u's run)
 #pragma unroll 4
         for (int v4 = 0; v4 < n_pad / 4; ++v4) {
             const int4 k4 = key4[v4];
-            const int v = 4 * v4;
-            r += (k4.x > ku || (k4.x == ku && v < u)) + (k4.y > ku || (k4.y == ku && v + 1 < u)) +
-                 (k4.z > ku || (k4.z == ku && v + 2 < u)) + (k4.w > ku || (k4.w == ku && v + 3 < u));
+            r += (k4.x > ku) + (k4.y > ku) + (k4.z > ku) + (k4.w > ku);
+            longer += (k4.x > ku_class_end) + (k4.y > ku_class_end) + (k4.z > ku_class_end) + (k4.w > ku_class_end);
         }
-        rank_of[u] = r, order[r] = u;
+        rank_of[u] = r, order[r] = u, prefix_of[u] = longer;  // prefix_of: LPT's, later
         ++placed;
     }
     placed = __reduce_add_sync(0xffffffffu, placed);
     if (tid % 32 == 0) atomicAdd(&sc[6], placed);
+    __syncthreads();
+    // the run ends (LPT reads them at each run's start): the last unit of a class writes its run's end at the run's start
+    for (int r = tid; r < sc[6]; r += nthreads) {
+        const int u = order[r];
+        if (r + 1 == sc[6] || (key[order[r + 1]] >> 10) != (key[u] >> 10)) run_end[prefix_of[u]] = r + 1;
+    }
     stamp(4);
-    // the snake's loads (to compare with LPT's, where it runs)
+    // the snake's loads (to compare with LPT's, where it runs), and the units' total size (LPT's loads in 22 bits)
+    int total = 0;
     for (int u = tid; u < n_rank && n_rank > n_units; u += nthreads) {
         const int r = rank_of[u];
         if (r < 0) continue;
-        const int size = mla_schedule_size(key[u], u >= n_units);
+        const int size = mla_schedule_size_of_key(key[u]);
+        total += size;
         for (int g = 0; g < n_groups; ++g) {
             const int rank = r * n_groups + g, k = rank / grid, i = rank % grid;
             atomicAdd(&load[(k & 1) ? grid - 1 - i : i], size);
         }
     }
+    total = (int)__reduce_add_sync(0xffffffffu, (unsigned)total);
+    if (tid % 32 == 0) atomicAdd(&sc[7], total);
     __syncthreads();
-    // LPT (warp 0), only where the list holds pieces (else the snake, as before the pieces): each unit in rank order
-    // to the least loaded column (ties: the lower), its head groups to that column's CTA of each group. The columns'
-    // (load << 10) | column in registers, the argmin by one redux a unit.
+    // LPT, only where the list holds pieces (else the snake, as before the pieces)
     const int columns = grid / n_groups, n_placed = sc[6];
-    const bool lpt_ok = n_rank > n_units && columns >= 1 && columns <= 32 * kMlaLptRegs && n_placed <= kMlaLptUnitsMax;
-    if (lpt_ok && tid < 32) {
-        unsigned packed[kMlaLptRegs];
-        int col_items[kMlaLptRegs];
-#pragma unroll
-        for (int j = 0; j < kMlaLptRegs; ++j)  // a column past the last never wins
-            packed[j] = tid + 32 * j < columns ? (unsigned)(tid + 32 * j) : ~0u, col_items[j] = 0;
-        unsigned busiest = 0;
-        bool overflow = false;
-        // 32 units at a time: lane i loads unit r0 + i and its size, broadcast by shuffles off the chain (loads in the
-        // loop made it ~340 cycles a unit, clock64 in dev builds)
-        for (int r0 = 0; r0 < n_placed; r0 += 32) {
-            const int my_u = r0 + tid < n_placed ? order[r0 + tid] : 0;
-            const int my_size = r0 + tid < n_placed ? mla_schedule_size(key[my_u], my_u >= n_units) : 0;
-            const int n = min(32, n_placed - r0);
-            for (int i = 0; i < n; ++i) {
-                const int u = __shfl_sync(0xffffffffu, my_u, i), size = __shfl_sync(0xffffffffu, my_size, i);
-                unsigned mine = packed[0];
-#pragma unroll
-                for (int j = 1; j < kMlaLptRegs; ++j) mine = min(mine, packed[j]);
-                const unsigned col = __reduce_min_sync(0xffffffffu, mine) & 1023u;
-                // the owner lane updates its register (arithmetic on every j: a branch on j == col / 32 became an
-                // indexed access, i.e. the arrays in local memory)
-#pragma unroll
-                for (int j = 0; j < kMlaLptRegs; ++j) {
-                    const bool hit = col == (unsigned)(tid + 32 * j);
-                    if (hit) col_of[u] = (int)col, prefix_of[u] = col_items[j];
-                    overflow |= hit && col_items[j] >= kMlaScheduleRounds;
-                    packed[j] += hit ? (unsigned)size << 10 : 0u;
-                    col_items[j] += hit ? 1 : 0;
-                    busiest = max(busiest, hit ? packed[j] >> 10 : 0u);
-                }
-            }
-        }
-        busiest = __reduce_max_sync(0xffffffffu, busiest);
-        if (__any_sync(0xffffffffu, overflow)) busiest = ~0u;
-        if (tid == 0) sc[9] = (int)min(busiest, 0x7fffffffu);
+    const bool lpt_ok = n_rank > n_units && columns >= 1 && columns <= min(kMlaLptColumnsMax, nthreads) && sc[7] < (1 << 22);
+    if (lpt_ok) {
+        const int busiest = mla_schedule_lpt(key, order, run_end, n_placed, columns, lpt_columns, col_of, prefix_of);
+        if (tid == 0) sc[9] = busiest;
     }
     stamp(5);
     int snake_max = 0;
