@@ -87,9 +87,8 @@ constexpr int kMlaLptRegs = 5, kMlaLptColumnsMax = 32 * kMlaLptRegs, kMlaLptRunM
 // The writer's shared memory (ints): the units' keys (tiles) and scratch; per unit its rank, its round and column under
 // LPT; the units in rank order and, per rank, the end of its run of equal sizes; per CTA the snake's load; LPT's
 // columns (load, items, a run's quotient and remainder) and warps. 31.8 KB.
-constexpr int kMlaScheduleScratch = 12;
-constexpr int kMlaScheduleSmemInts =
-    6 * kMlaScheduleUnitsMax + kMlaScheduleScratch + kMlaScheduleCtasMax + 4 * kMlaLptColumnsMax + 32;
+constexpr int kMlaScheduleScratch = 12, kMlaLptColInts = 4 * kMlaLptColumnsMax + 32;
+constexpr int kMlaScheduleSmemInts = 6 * kMlaScheduleUnitsMax + kMlaScheduleScratch + kMlaScheduleCtasMax + kMlaLptColInts;
 
 // A unit's cost for the assignments, in quarter tiles: its tiles, the item's fixed cost, a piece's combine share
 // (0: reads nothing)
@@ -224,9 +223,6 @@ static __device__ __noinline__ int mla_schedule_split(const MlaScheduleArgs &a, 
 // below ℓ* = the largest ℓ with A(ℓ) < m, and at ℓ* the first m − A(ℓ*) columns by (r_c, c) among those with q_c ≤ ℓ*.
 // So column c takes max(0, ℓ* − q_c) units, one more if it is among those: the same loads as one unit at a time (which
 // of the run's equal units lands where may differ). Runs shorter than kMlaLptRunMin go one at a time (warp 0).
-constexpr int kMlaLptColInts = 4 * kMlaLptColumnsMax + 32;
-static_assert(kMlaScheduleSmemInts == 6 * kMlaScheduleUnitsMax + kMlaScheduleScratch + kMlaScheduleCtasMax + kMlaLptColInts,
-              "the writer's shared memory holds LPT's columns");
 static __device__ __noinline__ int mla_schedule_lpt(const int *key, const int *order, const int *run_end, int n_placed,
                                                     int columns, int *col, int *col_of, int *prefix_of) {
     const int tid = threadIdx.x, nthreads = blockDim.x, warp = tid / 32, lane = tid % 32;
