@@ -3,8 +3,8 @@
 
 Runs on the GPU machine, from the repository root (after `make`):
 
-    python3 scripts/oracle_check.py --out DIR [--sample 16] [--lens 128,512,1024,2048,4096,6144]
-                                    [--oracle PATH] [--no-timing] [--seed N]
+    python3 scripts/oracle_check.py --out DIR [--sample 32] [--lens 128,512,1024,2048,4096,6144]
+                                    [--oracle PATH] [--no-timing] [--seed N] [--cases a,b] [--flash]
 
 The oracle (shared/oracle/mla_oracle.py) is imported from --oracle, else from .carry/oracle/mla_oracle.py
 (the lead copies it there: the GPU machine cannot reach ../shared). latte is imported from python/ with
@@ -13,10 +13,15 @@ LATTE_LIBRARY defaulting to build/liblatte.so.
 Checks (every element; the reference check is |got - ref| <= 8e-3 + 2e-2 |ref|, NaN patterns equal):
   - rope tables: latte.rope_tables("bf16_reference") vs the oracle's, mismatching elements (must be 0);
   - for each length L: make_inputs(128, L, seed) (the reference's draw), latte on the whole batch, the oracle's
-    un-absorbed reference_layer on `--sample` sequences: y misses (must be 0) and rel error; the cache: appended
+    un-absorbed reference on `--sample` sequences (reference_rows: its GEMMs still at the whole batch's shape, which
+    its rounding depends on; checked bit for bit against the oracle's reference_layer on a whole batch of short
+    lengths): y misses (must be 0) and rel error; the cache: appended
     rows of every sequence vs the reference's rows (misses must be 0), every other row bit-identical to the
     input; the plain-PyTorch absorbed pipeline's misses on the same sample, for comparison;
-  - unequal lengths in [0, 8191] (0 and 8191 included and sampled), another seed with x*4, keys stored rotated.
+  - unequal lengths in [0, 8191] (0 and 8191 included and sampled), other magnitudes, keys stored rotated, a few long
+    sequences among short ones, short sequences (0..160 tokens);
+  - --flash: PyTorch's absorbed pipeline also with a flash kernel's softmax rounding (flash_absorbed), and the errors
+    of the short sequences apart.
 Timing (CUDA-graph replay, median, the oracle's bench_us): latte, PyTorch absorbed (both key conventions), the
 oracle's ceilings() and floor_us at 512..6144; QK norm latte vs torch.compile of the plain formula.
 Writes DIR/oracle_check.json and DIR/oracle_anchors.json; prints a summary table last; exits 1 if a check fails.
@@ -43,10 +48,82 @@ def load_oracle(path):
     return mod
 
 
+def reference_rows(o, W, x, cache, lens, rows, cos, sin, keys_stored_rotated=False):
+    """o.reference_layer's y for the sequences `rows` of the batch, with every GEMM at the whole batch's shape.
+
+    The same steps as the oracle's reference_layer (un-absorbed, bf16 at every step), but its batched GEMMs (the down
+    projections and the output projection) run on all bs rows, as they do when the reference runs on the whole batch:
+    their bf16 results depend on the row count (PyTorch's cuBLAS picks other kernels and reductions for 32 rows than
+    for 128), so the reference of a sample of sequences differs from the whole batch's (measured on an H100, unequal
+    lengths, 3 seeds: 1.1-2.6e-3 relative). Only the per-sequence attention, the costly part, is limited to `rows`;
+    the output projection gets zero rows elsewhere (each row of a GEMM depends on that row only). Returns y [len(rows),
+    dim] and the updated copy of the cache (every sequence's row appended). main() checks it against reference_layer
+    on a whole batch, bit for bit."""
+    import math
+    import torch
+    import torch.nn.functional as F
+    H, R, DN, P = o.H, o.R, o.DN, o.P
+    cache = cache.clone()
+    q_lora = x @ W['q_down'].T
+    kv_lora = x @ W['kv_down'].T
+    for b, pos in enumerate(lens):  # the append, for every sequence (as reference_layer does)
+        new = kv_lora[b].clone()
+        if keys_stored_rotated:
+            new[R:] = o.rope(new[R:], cos[pos], sin[pos])
+        cache[b, pos] = new
+    outs = torch.zeros(x.shape[0], H * o.DV, dtype=x.dtype, device=x.device)
+    for b in rows:
+        pos = lens[b]
+        T = pos + 1
+        q = (q_lora[b:b + 1] @ W['q_up'].T).view(H, DN + P)
+        q_nope, q_pe = q[:, :DN], o.rope(q[:, DN:], cos[pos], sin[pos])
+        c = cache[b, :T, :R]
+        k_pe = cache[b, :T, R:]
+        if not keys_stored_rotated:
+            k_pe = o.rope(k_pe, cos[:T], sin[:T])
+        kvu = (c @ W['kv_up'].T).view(T, H, DN + o.DV)
+        k_nope, v = kvu[..., :DN].permute(1, 0, 2), kvu[..., DN:].permute(1, 0, 2)
+        k = torch.cat([k_nope, k_pe[None].expand(H, -1, -1)], -1)
+        qq = torch.cat([q_nope, q_pe], -1)[:, None, :]
+        sc = torch.matmul(qq, k.transpose(-1, -2)) / math.sqrt(DN + P)
+        p = F.softmax(sc, -1).to(torch.bfloat16)
+        outs[b] = torch.matmul(p, v).reshape(H * o.DV)
+    y = outs @ W['o'].T
+    return y[torch.tensor(rows, device=x.device)], cache
+
+
+def flash_absorbed(o, ab, x, cache, L, cos, sin, keys_stored_rotated=False):
+    """The oracle's absorbed pipeline (o.Absorbed) with one change, the softmax's rounding as a flash kernel does it
+    (latte's and FlashMLA's): P = bf16(exp(s - max)) unnormalized, o_lat = bf16((P . c in fp32) / sum), the sum taken
+    in fp32 before rounding; the reference rounds the normalized p = bf16(exp(s - max) / sum) instead. Uniform length L;
+    updates cache in place. Telling the two apart says how much of latte's difference from the reference is that
+    rounding alone."""
+    import torch
+    bs, W, T = x.shape[0], ab.W, L + 1
+    q_lora = x @ W['q_down'].T
+    kv_lora = x @ W['kv_down'].T
+    if keys_stored_rotated:
+        kv_lora = torch.cat([kv_lora[:, :o.R], o.rope(kv_lora[:, o.R:], cos[L], sin[L])], -1)
+    cache[:, L] = kv_lora
+    q = (q_lora @ W['q_up'].T).view(bs, o.H, o.DN + o.P)
+    q_lat = torch.bmm(q[..., :o.DN].transpose(0, 1), ab.W_UK).transpose(0, 1)
+    q_pe = o.rope(q[..., o.DN:], cos[L], sin[L])
+    kv = cache[:, :T]
+    k = kv if keys_stored_rotated else torch.cat([kv[..., :o.R], o.rope(kv[..., o.R:], cos[:T], sin[:T])], -1)
+    s = torch.bmm(torch.cat([q_lat, q_pe], -1), k.transpose(1, 2)) * (1.0 / (o.DN + o.P) ** 0.5)
+    sf = s.float()
+    e = torch.exp(sf - sf.amax(-1, keepdim=True))
+    p = e.to(torch.bfloat16)
+    o_lat = (torch.bmm(p.float(), kv[..., :o.R].float()) / e.sum(-1, keepdim=True)).to(torch.bfloat16)
+    ov = torch.bmm(o_lat.transpose(0, 1), ab.W_UV).transpose(0, 1)
+    return ov.reshape(bs, o.H * o.DV) @ W['o'].T
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
-    ap.add_argument("--sample", type=int, default=16, help="sequences per case compared with the un-absorbed reference")
+    ap.add_argument("--sample", type=int, default=32,
+                    help="sequences per case compared with the un-absorbed reference (0: the whole batch)")
     ap.add_argument("--lens", default="128,512,1024,2048,4096,6144")
     ap.add_argument("--oracle", default=None)
     ap.add_argument("--seed", type=int, default=None)
@@ -54,6 +131,8 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # cpu: smoke test with a shrunk oracle
+    ap.add_argument("--flash", action="store_true",
+                    help="also run PyTorch's absorbed pipeline with a flash kernel's softmax rounding (flash_absorbed)")
     ap.add_argument("--cases", default="", help="run only the cases whose name holds one of these (comma-separated)")
     a = ap.parse_args()
     t_start = time.time()
@@ -100,6 +179,29 @@ def main():
         failures.append(f"rope tables: {mism} mismatches")
     del lc, ls
 
+    # reference_rows (the reference's rows of a sample, GEMMs at the batch's shape) against the oracle's own
+    # reference_layer on the whole batch: must be bit-identical on the sampled rows (short lengths: cheap)
+    only0 = [c for c in a.cases.split(",") if c]
+    if not only0 or any(c in "reference_rows" for c in only0):
+        try:
+            rl = torch.randint(0, 1024, (a.batch,), generator=torch.Generator().manual_seed(seed)).tolist()
+            W, x, cache, rl = o.make_inputs(a.batch, rl, seed + 100)
+            rows = sorted(torch.randperm(a.batch, generator=torch.Generator().manual_seed(seed + 1))[:max(1, a.batch // 4)].tolist())
+            y_full, c_full = o.reference_layer(W, x, cache, rl, cos, sin)
+            y_rows, c_rows = reference_rows(o, W, x, cache, rl, rows, cos, sin)
+            rt = torch.tensor(rows, device=dev)
+            mism = int((y_rows.view(torch.int16) != y_full[rt].view(torch.int16)).sum() +
+                       (c_rows.view(torch.int16) != c_full.view(torch.int16)).sum())
+            del W, x, cache, y_full, c_full, y_rows, c_rows
+        except Exception as e:
+            mism = -1
+            log(f"reference_rows check: {e!r}")
+        report["reference_rows_mismatches"] = mism
+        log(f"reference_rows (sampled rows, GEMMs at the batch's shape) vs the oracle's reference_layer on the whole "
+            f"batch: {mism} mismatching elements")
+        if mism != 0:
+            failures.append(f"reference_rows: {mism} mismatches")
+
     def pick(n, k, must=()):
         must = [i for i in dict.fromkeys(must) if 0 <= i < n]
         rest = [i for i in torch.randperm(n, generator=gen).tolist() if i not in must]
@@ -123,11 +225,13 @@ def main():
             r["bad_lengths"] = mla.bad_lengths()
             mla.close()
             r["y_nonfinite"] = int((~torch.isfinite(y)).sum())
-            idx = pick(bs, a.sample, must)
+            idx = pick(bs, a.sample, must) if 0 < a.sample < bs else list(range(bs))
             sub_lens = [lens[i] for i in idx]
             r["sampled"] = idx
             it = torch.tensor(idx, device=dev)
-            y_ref, c_ref = o.reference_layer(W, x[it], cache_in[it], sub_lens, cos, sin, keys_stored_rotated=rotated)
+            # the reference's rows for the sample, its GEMMs at the whole batch's shape (see reference_rows)
+            y_ref, c_ref = reference_rows(o, W, x, cache_in, lens, idx, cos, sin, keys_stored_rotated=rotated)
+            c_ref = c_ref[it]
             r["y_misses"] = o.reference_check(y[it], y_ref)
             r["y_rel_err"] = o.rel_err(y[it], y_ref)
             if r["y_misses"]:  # where: (sequence, its length, column, latte, reference), the first few
@@ -152,14 +256,37 @@ def main():
             # the plain-PyTorch absorbed pipeline on the same sample, for comparison (unequal lengths: a sequence at
             # a time); its misses say how often the bf16-rounded reference is ill-conditioned for these inputs
             c2 = cache_in[it].clone()
+            ab = o.Absorbed(W)
             if uniform is not None:
-                y_ab = o.Absorbed(W)(x[it], c2, uniform, cos, sin, keys_stored_rotated=rotated)
+                y_ab = ab(x[it], c2, uniform, cos, sin, keys_stored_rotated=rotated)
             else:
-                y_ab = torch.cat([o.Absorbed(W)(x[it][i:i + 1], c2[i:i + 1], sub_lens[i], cos, sin,
-                                                keys_stored_rotated=rotated) for i in range(len(idx))])
+                y_ab = torch.cat([ab(x[it][i:i + 1], c2[i:i + 1], sub_lens[i], cos, sin,
+                                     keys_stored_rotated=rotated) for i in range(len(idx))])
             r["torch_absorbed_misses"] = o.reference_check(y_ab, y_ref)
             r["torch_absorbed_rel_err"] = o.rel_err(y_ab, y_ref)
-            del c2, y_ab
+            if a.flash:  # the same with a flash kernel's softmax rounding (see flash_absorbed)
+                c3 = cache_in[it].clone()
+                if uniform is not None:
+                    y_fl = flash_absorbed(o, ab, x[it], c3, uniform, cos, sin, rotated)
+                else:
+                    y_fl = torch.cat([flash_absorbed(o, ab, x[it][i:i + 1], c3[i:i + 1], sub_lens[i], cos, sin, rotated)
+                                      for i in range(len(idx))])
+                r["torch_flash_misses"] = o.reference_check(y_fl, y_ref)
+                r["torch_flash_rel_err"] = o.rel_err(y_fl, y_ref)
+                r["latte_vs_torch_flash_rel_err"] = o.rel_err(y[it], y_fl)
+                r["latte_vs_torch_absorbed_rel_err"] = o.rel_err(y[it], y_ab)
+                # the short sequences (at most 128 tokens attended: one pair of tiles in latte's kernel) apart
+                short = [i for i, n in enumerate(sub_lens) if n + 1 <= 128]
+                if short:
+                    sh = torch.tensor(short, device=dev)
+                    r["short_sampled"] = len(short)
+                    r["short_rel_err"] = [round(o.rel_err(v[sh], y_ref[sh]), 6) for v in (y[it], y_ab, y_fl)]
+                if r["y_misses"]:
+                    r["y_miss_where_absorbed_flash"] = [(round(y_ab[idx.index(b), j].item(), 5),
+                                                         round(y_fl[idx.index(b), j].item(), 5))
+                                                        for b, _, j, _, _ in r["y_miss_where"]]
+                del c3, y_fl
+            del c2, y_ab, ab
             ok = (r["y_misses"] == 0 and r["append_misses"] == 0 and r["sampled_append_misses"] == 0
                   and r["other_rows_changed"] == 0 and r["bad_lengths"] == 0 and r["y_nonfinite"] == 0)
             del W, x, cache, cache_in, y, y_ref
@@ -210,6 +337,14 @@ def main():
     for j, i in enumerate(longs[:3]):
         fl2[i] = top - j * 37
     case("few_long_random_short_keys_stored_rotated", fl2, seed + 9, rotated=True, must=longs[:3])
+    # Short sequences (0..160 tokens cached: new requests), where each p weighs most in o. Informational: on a
+    # sequence of a few tokens the bf16 reference is ill-conditioned too; PyTorch's absorbed pipeline misses it about
+    # as often as latte (H100 and H200, seeds 534204909, 11, 22: latte 3-15 misses, PyTorch absorbed 4-11, at the same
+    # elements of 2- to 5-token sequences; NOTES, "The oracle's reference at the batch's shape")
+    sl = torch.randint(0, 161, (a.batch,), generator=gen).tolist()
+    sl[:4] = [0, 1, 3, 4]
+    case("short_lens_informational", sl, seed + 10, must=range(4), informational=True)
+    case("short_lens_keys_stored_rotated_informational", sl, seed + 11, rotated=True, must=range(4), informational=True)
 
     # ---- timing -------------------------------------------------------------------------------------------
     anchors = dict(gpu=gpu)

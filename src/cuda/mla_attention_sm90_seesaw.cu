@@ -681,8 +681,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         ptx::fence_proxy_async_smem();  // the scratch rows and rotated keys, before the tile's next copy overwrites them
     };
     // ... then each thread folds the tail into its rows of O: the pair's max, O and the row sums rescaled,
-    // O += bf16(p)·v over its 64 columns of the tail rows (the fp32 sum of p once a row: WG0's thread t4 = 0)
-    const auto tail_update = [&](int n) {
+    // O += bf16(p)·v over its 64 columns of the tail rows (the fp32 sum of p once a row: WG0's thread t4 = 0).
+    // `whole`: the tail is the whole sequence (a sequence of at most kTailMax tokens, one split): every score is known
+    // here, so P is rounded as the reference rounds it, p = bf16(e / Σe), and the row sum becomes 1. (Elsewhere P is
+    // rounded before its row sum is known, bf16(e), as in any flash kernel; on a sequence of a few tokens each p
+    // weighs so much that this rounding alone put elements of y outside the reference's tolerance: the oracle's
+    // short sequences, NOTES.)
+    const auto tail_update = [&](int n, bool whole) {
         float mt0 = -INFINITY, mt1 = -INFINITY;
         for (int j = 0; j < n; ++j) mt0 = fmaxf(mt0, s_tail[j * kHeads + r0]), mt1 = fmaxf(mt1, s_tail[j * kHeads + r1]);
         const float mn0 = fmaxf(m_run0, mt0), mn1 = fmaxf(m_run1, mt1);
@@ -690,11 +695,23 @@ __global__ void __launch_bounds__(kThreads, 1)
         scale_o(a0, a1);
         l0 *= a0, l1 *= a1;
         const float sub0 = mn0 == -INFINITY ? 0.f : mn0 * kLog2e, sub1 = mn1 == -INFINITY ? 0.f : mn1 * kLog2e;
+        float sum0 = 0.f, sum1 = 0.f;  // whole: the rows' sums first
+        if (whole) {
+#pragma unroll 1
+            for (int j = 0; j < n; ++j) {
+                sum0 += fast_exp2(fmaf(s_tail[j * kHeads + r0], kLog2e, -sub0));
+                sum1 += fast_exp2(fmaf(s_tail[j * kHeads + r1], kLog2e, -sub1));
+            }
+        }
 #pragma unroll 1
         for (int j = 0; j < n; ++j) {
-            const float e0 = fast_exp2(fmaf(s_tail[j * kHeads + r0], kLog2e, -sub0));
-            const float e1 = fast_exp2(fmaf(s_tail[j * kHeads + r1], kLog2e, -sub1));
-            if (wg == 0 && t4 == 0) l0 += e0, l1 += e1;
+            float e0 = fast_exp2(fmaf(s_tail[j * kHeads + r0], kLog2e, -sub0));
+            float e1 = fast_exp2(fmaf(s_tail[j * kHeads + r1], kLog2e, -sub1));
+            if (whole) {
+                e0 = __fdiv_rn(e0, sum0), e1 = __fdiv_rn(e1, sum1);
+            } else if (wg == 0 && t4 == 0) {
+                l0 += e0, l1 += e1;
+            }
             const float p0 = __bfloat162float(__float2bfloat16_rn(e0)), p1 = __bfloat162float(__float2bfloat16_rn(e1));
 #pragma unroll
             for (int jj = 0; jj < 32; ++jj) {  // columns 256·wg + 8jj + 2·t4, +1: chunk 4·wg + jj/8, unit jj % 8
@@ -706,6 +723,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 o[4 * jj + 3] = fmaf(p1, v.y, o[4 * jj + 3]);
             }
         }
+        if (whole && wg == 0 && t4 == 0) l0 = 1.f, l1 = 1.f;  // O holds Σ p·v already: the end divides by 1
         m_run0 = mn0, m_run1 = mn1;
     };
 
@@ -892,7 +910,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             ++tails_done;
             stamp_end(2, items_done);
             if (has_next && tid == 0 && !stage_out) issue_q(nxt);
-            tail_update(cur.tail);
+            tail_update(cur.tail, stage_out && cur.split >= 0 && cur.n_tiles == 1);
             stamp_end(3, items_done);
             // the tables of this warpgroup's next tile (loaded here, not in the last pair: no registers held for them
             // across the tail)
