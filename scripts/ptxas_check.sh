@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ptxas_check.sh: fails if ptxas serializes the wgmma of any Hopper kernel. ptxas reports that only as an info line
-# (C7514 / C7515 "wgmma.mma_async instructions are serialized ...", printed with -Xptxas -v), which neither
+# (C7514 / C7515 / C7520 "wgmma.mma_async instructions are serialized ...", printed with -Xptxas -v; C7520: "due to
+# program dependence on compiler-inserted WG.AR in divergent path", met in bench/probes/pair_order.cu), which neither
 # -Werror=all-warnings nor -warn-spills catches, and it cost +29% once (docs/NOTES.md, "FlashMLA's whole pair
 # order, built"). Compiles every src/cuda/*.cu that issues wgmma for sm_90a, the release flags plus -v and
 # -DLATTE_DEV_EXPERIMENTS (the dev variants too). Needs nvcc only (no GPU). Usage: scripts/ptxas_check.sh
@@ -10,14 +11,14 @@ nvcc=${NVCC:-nvcc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
-for f in $(grep -l "ptx::wgmma_m" src/cuda/*.cu); do  # the files that issue wgmma (not those naming them)
+for f in $(grep -l "ptx::wgmma_m" src/cuda/*.cu bench/probes/*.cu); do  # the files that issue wgmma (not those naming them)
   log="$tmp/$(basename "$f").log"
   if ! "$nvcc" -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -Isrc -Iinclude --expt-relaxed-constexpr \
        -Xptxas -v -DLATTE_HAVE_SM90A=1 -DLATTE_DEV_EXPERIMENTS -c "$f" -o "$tmp/x.o" >"$log" 2>&1; then
     echo "ptxas_check: $f does not compile:"; tail -20 "$log"; fail=1; continue
   fi
-  if grep -qE "C751[45]\)" "$log"; then
-    echo "ptxas_check: $f: wgmma serialized:"; grep -E "C751[45]\)" "$log" | cut -c1-200; fail=1
+  if grep -qE "C751[45]\)|C7520\)" "$log"; then
+    echo "ptxas_check: $f: wgmma serialized:"; grep -E "C751[45]\)|C7520\)" "$log" | cut -c1-200; fail=1
   else
     echo "ptxas_check: $f: ok"
   fi
