@@ -277,29 +277,10 @@ __device__ __forceinline__ void wgmma_m64n8k16_ss(float (&d)[4], uint64_t a_desc
 #endif
 }
 
-// D (64x64 fp32, 32 per thread) += A (64x16 bf16, K-major, smem desc) · B (16x64 bf16, K-major, smem desc).
-// Fragment as for m64n32k16 (j = 0..7).
-__device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t a_desc, uint64_t b_desc) {
-#if LATTE_PTX_SM90A
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
-        "%32, %33, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]),
-                   "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]),
-                   "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]),
-                   "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-                 : "l"(a_desc), "l"(b_desc), "r"(1));  // scale-d = 1: D += A·B
-#else
-    (void)d, (void)a_desc, (void)b_desc;
-#endif
-}
-// The same with scale-d as an operand: accumulate = 0 gives D = A·B, so that a new S needs no zeroing moves into its
-// accumulators (moves into them while another wgmma group of the warpgroup is pending made ptxas serialize every wgmma,
-// C7515: bench/probes/pair_order.cu)
+// D (64x64 fp32, 32 per thread) = A (64x16 bf16, K-major, smem desc) · B (16x64 bf16, K-major, smem desc), + D where
+// `accumulate` (scale-d) is nonzero. Fragment as for m64n32k16 (j = 0..7). accumulate = 0: a new S needs no zeroing
+// moves into its accumulators (such moves while another wgmma group of the warpgroup was pending made ptxas serialize
+// every wgmma, C7515: bench/probes/pair_order.cu)
 __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t a_desc, uint64_t b_desc, int accumulate) {
 #if LATTE_PTX_SM90A
     asm volatile(
@@ -317,6 +298,11 @@ __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t a_de
 #else
     (void)d, (void)a_desc, (void)b_desc, (void)accumulate;
 #endif
+}
+
+// D (64x64 fp32, 32 per thread) += A (64x16 bf16, K-major, smem desc) · B (16x64 bf16, K-major, smem desc).
+__device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t a_desc, uint64_t b_desc) {
+    wgmma_m64n64k16_ss(d, a_desc, b_desc, 1);
 }
 
 // The K-major wgmma shapes of the projection GEMM (gemm_sm90.cu): both operands stored [rows][k] in the 128-byte
