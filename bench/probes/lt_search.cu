@@ -68,6 +68,8 @@
 //
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a bench/probes/lt_search.cu -lcublasLt -o lt_search
 // Run:   ./lt_search [down|up|out|w_uv ...] [--budget S] [--json PATH] [--warm-act]   (default: all four shapes)
+#include "../../tests/cuda_test_util.cuh"  // CK
+
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -90,14 +92,6 @@
 
 typedef __nv_bfloat16 bf16;
 
-#define CK(call)                                                                                          \
-    do {                                                                                                  \
-        cudaError_t e_ = (call);                                                                          \
-        if (e_ != cudaSuccess) {                                                                          \
-            fprintf(stderr, "FAIL %s:%d: %s -> %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(e_)); \
-            exit(1);                                                                                      \
-        }                                                                                                 \
-    } while (0)
 
 #define LT(call)                                                                                               \
     do {                                                                                                       \

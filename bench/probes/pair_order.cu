@@ -20,6 +20,8 @@
 // CTAs, in cycles per tile and µs, and the kernel's time by events (median of 7 launches).
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -DLATTE_HAVE_SM90A=1 -Isrc bench/probes/pair_order.cu
 //        -o pair_order     Run: ./pair_order [tiles=96]
+#include "../../tests/cuda_test_util.cuh"  // CK
+
 #include "cuda/mla_attention_common.cuh"
 #include "cuda/ptx.cuh"
 
@@ -36,14 +38,6 @@
 using namespace latte;
 using namespace latte::attention_detail;
 
-#define CK(call)                                                                                          \
-    do {                                                                                                  \
-        cudaError_t e_ = (call);                                                                          \
-        if (e_ != cudaSuccess) {                                                                          \
-            fprintf(stderr, "FAIL %s:%d: %s -> %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(e_)); \
-            exit(1);                                                                                      \
-        }                                                                                                 \
-    } while (0)
 
 constexpr int kHeads = 64, kChunks = 9;
 constexpr uint32_t kChunkBytes = 64 * 128, kTileBytes = kChunks * kChunkBytes;

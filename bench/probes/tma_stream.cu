@@ -17,6 +17,8 @@
 //            box every k-iteration), the activations read by every CTA or multicast over clusters of 2 or 4
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -DLATTE_HAVE_SM90A=1 -Isrc bench/probes/tma_stream.cu
 //        src/cuda/tma.cu -o tma_stream
+#include "../../tests/cuda_test_util.cuh"  // CK
+
 #include "cuda/ptx.cuh"
 #include "cuda/tma.cuh"
 
@@ -31,14 +33,6 @@
 
 using namespace latte;
 
-#define CK(call)                                                                                          \
-    do {                                                                                                  \
-        cudaError_t e_ = (call);                                                                          \
-        if (e_ != cudaSuccess) {                                                                          \
-            fprintf(stderr, "FAIL %s:%d: %s -> %s\n", __FILE__, __LINE__, #call, cudaGetErrorName(e_)); \
-            exit(1);                                                                                      \
-        }                                                                                                 \
-    } while (0)
 
 __global__ void ldg_kernel(const uint4 *__restrict__ p, size_t n16, unsigned *out) {
     unsigned x = 0;
