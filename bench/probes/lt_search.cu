@@ -92,7 +92,6 @@
 
 typedef __nv_bfloat16 bf16;
 
-
 #define LT(call)                                                                                               \
     do {                                                                                                       \
         cublasStatus_t s_ = (call);                                                                            \

@@ -38,7 +38,6 @@
 using namespace latte;
 using namespace latte::attention_detail;
 
-
 constexpr int kHeads = 64, kChunks = 9;
 constexpr uint32_t kChunkBytes = 64 * 128, kTileBytes = kChunks * kChunkBytes;
 constexpr uint32_t kQOff = 0, kKvOff = kTileBytes;  // Q [64][576], then two tiles [64][576]

@@ -33,7 +33,6 @@
 
 using namespace latte;
 
-
 __global__ void ldg_kernel(const uint4 *__restrict__ p, size_t n16, unsigned *out) {
     unsigned x = 0;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += (size_t)gridDim.x * blockDim.x) {
@@ -117,7 +116,6 @@ __global__ void __launch_bounds__(64, 1) tile_kernel(const __grid_constant__ CUt
 #endif
 }
 
-
 // The fused query kernel's ring (mla_q_absorb_sm90.cu): per k-iteration a weight box (64 columns × R rows of the big
 // matrix, CTA c's rows) and an activation box (64 columns × 128 rows of a small [128][K] matrix that stays in L2).
 // a_stages 0: one ring of (weights + activations) stages, as the kernel has it; else two rings, the weights w_stages
@@ -178,7 +176,6 @@ __global__ void __launch_bounds__(96, 1) ring_kernel(const __grid_constant__ CUt
     }
 #endif
 }
-
 
 // The out projection's stream (gemm_sm90.cu on Wo: M = 128 rows of activations, K = 16384): CTA c streams rows
 // [c·R, (c+1)·R) of the weights, and every k-iteration also needs the activations' box (128 rows × 64 columns, 16 KB,
