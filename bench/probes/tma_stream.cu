@@ -13,6 +13,8 @@
 //   tile     (argv[2] = "tile"): the GEMMs' weight stream, 2-D boxes in their order and in wider-per-row orders
 //   ring     (argv[2] = "ring"): the fused query kernel's ring (weights + activations per stage, a consumer holding
 //            each stage a while), one shared ring against separate rings for the weights and the activations
+//   kv       (argv[2] = "kv"): the attention's KV stream (two 72 KB tile buffers, a CTA per SM, sequences shared by
+//            two CTAs or not, multicast over a cluster of 2), with a hold per tile for the arithmetic
 //   mcast    (argv[2] = "mcast"): the out projection's stream (R weight rows a CTA, K 16384, the activations' 16 KB
 //            box every k-iteration), the activations read by every CTA or multicast over clusters of 2 or 4
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -DLATTE_HAVE_SM90A=1 -Isrc bench/probes/tma_stream.cu
@@ -255,6 +257,79 @@ __global__ void __launch_bounds__(64, 1) mcast_kernel(const __grid_constant__ CU
 #endif
 }
 
+// The attention's KV stream (mla_attention_sm90_seesaw.cu without its arithmetic): a CTA per SM streams its
+// sequence's tiles of 64 cache rows × 576 bf16 (9 boxes of 64 × 64, 128-byte swizzle, one mbarrier a box) through two
+// 72 KB buffers; a tile's buffer is refilled with tile n + 2 once the tile is consumed. One thread a CTA, as in the
+// kernel (its consumers issue the copies): it waits for a tile, holds it `hold` cycles (the pair's arithmetic), then
+// refills its buffer. pairwise: two tiles at a time, both buffers in phase (the seesaw order: both S, then both P·V),
+// held 2·hold. CTA c reads sequence c / seq_div: 1 every CTA its own (all from DRAM), 2 the kernel's two head groups
+// of a sequence (half the reads hit L2), ≥ grid one sequence for all (L2-resident: the L2 → SM path alone).
+// csize 2 (with seq_div 2): the two CTAs of a sequence are a cluster; each copies half the boxes of a tile and
+// multicasts them to both, and refills a buffer once both have consumed it (each consumer arrives on the buffer's
+// `empty` barrier in both CTAs). cycles[c]: clock64 over the CTA's tiles.
+__global__ void __launch_bounds__(64, 1) kv_kernel(const __grid_constant__ CUtensorMap kv_map, int n_tiles, int seq_div,
+                                                  int csize, int hold, int pairwise, long long *cycles) {
+#if LATTE_PTX_SM90A
+    constexpr int kChunks = 9;
+    constexpr uint32_t kChunk = 64 * 128, kTileBytes = kChunks * kChunk;
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const uint32_t raw = ptx::smem_u32(smem_raw);
+    const uint32_t base = (raw + 1023u) & ~1023u;
+    const uint32_t full0 = base + 2 * kTileBytes, empty0 = full0 + 8u * 2 * kChunks;
+    const uint32_t rank = csize > 1 ? ptx::cluster_ctarank() : 0u;
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < 2 * kChunks; i++) ptx::mbarrier_init(full0 + 8u * i, 1);
+        for (int b = 0; b < 2; b++) ptx::mbarrier_init(empty0 + 8u * b, (uint32_t)csize);
+        ptx::fence_mbarrier_init();
+    }
+    __syncthreads();
+    if (csize > 1) ptx::cluster_sync();  // the peer's barriers are initialized before a multicast reaches them
+    if (threadIdx.x == 0) {
+        const int seq = (int)blockIdx.x / seq_div;
+        const uint64_t pol = ptx::l2_policy_evict_first();
+        const auto issue = [&](int tile, int buf) {
+            for (int c = 0; c < kChunks; c++) {
+                const uint32_t bar = full0 + 8u * (uint32_t)(buf * kChunks + c);
+                const uint32_t dst = base + (uint32_t)buf * kTileBytes + (uint32_t)c * kChunk;
+                ptx::mbarrier_arrive_expect_tx(bar, kChunk);
+                if (csize == 1) ptx::tma_load_3d_hint(dst, &kv_map, 64 * c, 64 * tile, seq, bar, pol);
+                else if ((uint32_t)c % 2u == rank)
+                    ptx::tma_load_3d_multicast(dst, &kv_map, 64 * c, 64 * tile, seq, bar, (uint16_t)3u, pol);
+            }
+        };
+        const auto wait_tile = [&](int tile) {
+            for (int c = 0; c < kChunks; c++)
+                ptx::mbarrier_wait(full0 + 8u * (uint32_t)((tile & 1) * kChunks + c), (uint32_t)((tile >> 1) & 1));
+        };
+        const auto refill = [&](int tile) {  // tile is consumed: its buffer takes tile + 2
+            const int buf = tile & 1;
+            if (csize > 1) {
+                ptx::mbarrier_arrive(empty0 + 8u * buf);
+                ptx::mbarrier_arrive_cluster(ptx::mapa_shared(empty0 + 8u * buf, rank ^ 1u));
+                if (tile + 2 < n_tiles) ptx::mbarrier_wait(empty0 + 8u * buf, (uint32_t)((tile >> 1) & 1));
+            }
+            if (tile + 2 < n_tiles) issue(tile + 2, buf);
+        };
+        const long long t0 = clock64();
+        issue(0, 0);
+        if (n_tiles > 1) issue(1, 1);
+        const int step = pairwise ? 2 : 1;
+        for (int n = 0; n < n_tiles; n += step) {
+            wait_tile(n);
+            if (pairwise && n + 1 < n_tiles) wait_tile(n + 1);
+            const long long h0 = clock64();
+            while (clock64() - h0 < (long long)hold * step) {
+            }
+            refill(n);
+            if (pairwise && n + 1 < n_tiles) refill(n + 1);
+        }
+        cycles[blockIdx.x] = clock64() - t0;
+    }
+    __syncthreads();
+    if (csize > 1) ptx::cluster_sync();  // no peer still copies into this CTA or arrives on its barriers
+#endif
+}
+
 // The tensor maps of the ring and mcast modes: the weights, `ctas`·R rows of K bf16 in `buf` (boxes of 64 columns ×
 // R rows), and a new [128][K] activation matrix (boxes of 64 columns × a_box_rows[i] rows, one map each)
 static bool stream_maps(char *buf, int R, int K, int ctas, CUtensorMap *wmap, CUtensorMap *amaps, const uint32_t *a_box_rows,
@@ -311,6 +386,58 @@ int main(int argc, char **argv) {
         const double us = ms[ms.size() / 2] * 1e3;
         printf("  %-28s %8.1f us  %5.2f TB/s\n", name, us, streamed / us * 1e-6);
     };
+    if (argc > 2 && !strcmp(argv[2], "kv")) {  // the attention's KV stream: tma_stream MB kv [tokens]
+        const int tokens = argc > 3 ? atoi(argv[3]) : 6144, n_tiles = tokens / 64;
+        const int ctas = sms / 2 * 2;
+        char *cache;
+        const size_t cache_bytes = (size_t)ctas * tokens * 576 * 2;
+        CK(cudaMalloc(&cache, cache_bytes));
+        CK(cudaMemset(cache, 0x3c, cache_bytes));
+        long long *cycles;
+        CK(cudaMalloc(&cycles, ctas * sizeof(long long)));
+        const size_t smem = 2 * 9 * 8192 + 2 * 9 * 8 + 2 * 8 + 1024;
+        CK(cudaFuncSetAttribute(kv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        printf("  kv: %d CTAs, %d tiles of 64 x 576 bf16 each (72 KB), two buffers; cycles a tile: median over CTAs\n",
+               ctas, n_tiles);
+        // seq_div, csize, hold (cycles a tile), pairwise
+        struct T { int seq_div, csize, hold, pairwise; };
+        const T ts[] = {{1, 1, 0, 0},    {2, 1, 0, 0},    {2, 2, 0, 0},    {100000, 1, 0, 0}, {2, 1, 0, 1},
+                        {2, 2, 0, 1},    {2, 1, 2000, 0}, {2, 2, 2000, 0}, {2, 1, 2000, 1},   {2, 2, 2000, 1},
+                        {2, 1, 2700, 1}, {2, 2, 2700, 1}, {2, 1, 3000, 1}, {2, 2, 3000, 1},   {100000, 1, 2000, 1},
+                        {1, 1, 2000, 1}, {2, 1, 3500, 1}, {2, 2, 3500, 1}};
+        for (const T &t : ts) {
+            const int n_seq = t.seq_div >= ctas ? 1 : ctas / t.seq_div;
+            CUtensorMap map;
+            const uint64_t dims[3] = {576, (uint64_t)tokens, (uint64_t)n_seq};
+            const uint64_t str[2] = {576 * 2, (uint64_t)tokens * 576 * 2};
+            const uint32_t box[3] = {64, 64, 1};
+            if (!tma_encode_bf16_3d(&map, cache, dims, str, box)) {
+                printf("  kv: encode failed\n");
+                return 1;
+            }
+            char name[96];
+            snprintf(name, sizeof name, "%s%s, hold %4d%s", t.seq_div == 1 ? "own seq" : t.seq_div == 2 ? "seq / 2 CTAs" : "one seq",
+                     t.csize > 1 ? " mcast" : "", t.hold, t.pairwise ? " pairs" : "");
+            time_it(name, (size_t)ctas * n_tiles * 9 * 8192, [&] {
+                cudaLaunchConfig_t cfg = {};
+                cfg.gridDim = dim3((unsigned)ctas);
+                cfg.blockDim = dim3(64);
+                cfg.dynamicSmemBytes = smem;
+                cudaLaunchAttribute attr[1];
+                attr[0].id = cudaLaunchAttributeClusterDimension;
+                attr[0].val.clusterDim.x = (unsigned)t.csize, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
+                cfg.attrs = attr;
+                cfg.numAttrs = 1;
+                CK(cudaLaunchKernelEx(&cfg, kv_kernel, map, n_tiles, t.seq_div, t.csize, t.hold, t.pairwise, cycles));
+            });
+            std::vector<long long> cyc(ctas);
+            CK(cudaMemcpy(cyc.data(), cycles, ctas * sizeof(long long), cudaMemcpyDeviceToHost));
+            std::sort(cyc.begin(), cyc.end());
+            printf("  %-28s cycles a tile: median %6.0f  max %6.0f  (ingest %.1f B/cycle a CTA)\n", "",
+                   (double)cyc[ctas / 2] / n_tiles, (double)cyc[ctas - 1] / n_tiles, 9.0 * 8192 * n_tiles / cyc[ctas / 2]);
+        }
+        return 0;
+    }
     if (argc > 2 && !strcmp(argv[2], "mcast")) {  // the out projection's stream: tma_stream MB mcast [R] [K]
         const int R = argc > 3 ? atoi(argv[3]) : 64, K = argc > 4 ? atoi(argv[4]) : 16384;
         const int ctas = (int)(bytes / ((size_t)R * K * 2)) / 4 * 4;
