@@ -123,12 +123,7 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
     };
     const auto scores_from_to = [&](const float (&acc)[32], float (&sc)[32], float &mx0, float &mx1) {
 #pragma unroll
-        for (int j = 0; j < 8; ++j)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const float2 v = score_x2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], scale);
-                sc[4 * j + 2 * h] = v.x, sc[4 * j + 2 * h + 1] = v.y;
-            }
+        for (int i = 0; i < 32; ++i) sc[i] = score_fast(acc[i], scale);
         mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
         for (int j = 0; j < 8; ++j) mx0 = fmaxf(mx0, fmaxf(sc[4 * j], sc[4 * j + 1])), mx1 = fmaxf(mx1, fmaxf(sc[4 * j + 2], sc[4 * j + 3]));

@@ -22,16 +22,20 @@ static __device__ __forceinline__ float score_reference(float dot, float scale) 
 // The same, in the log2 domain the fast kernel's exp2f works in.
 static __device__ __forceinline__ float score_log2(float dot, float scale) { return score_reference(dot, scale) * kLog2e; }
 
-// The same for two scores at once, bit for bit: cvt.rn.bf16x2.f32 (F2FP.PACK_AB) rounds each half on its own, like
-// two scalar conversions, and is the cheap one. The scalar float → bf16 conversion (F2F.BF16.F32) goes through the
-// shared MIO pipe: in the seesaw kernel (ncu, H100, length 6144) its 64 per thread and tile made the scores ~1,100
-// cycles of each warpgroup's critical path; this form issues 32 F2FP and a few integer moves instead.
-// (Natural units: the caller folds log2 e into its exponent, exp2(s·log2e − m·log2e), one FFMA.)
-static __device__ __forceinline__ float2 score_x2(float dot_a, float dot_b, float scale) {
-    const __nv_bfloat162 d = __floats2bfloat162_rn(dot_a, dot_b);
-    const __nv_bfloat162 r = __floats2bfloat162_rn(__low2float(d) * scale, __high2float(d) * scale);
-    return make_float2(__low2float(r), __high2float(r));
+// bf16(x) as a float, in one instruction: the bf16x2 conversion (cvt.rn.bf16x2.f32, F2FP.PACK_AB) of x into the high
+// half and 0 into the low half, whose 32 bits are bf16(x)'s float (a bf16 is the high half of a float). The scalar
+// float → bf16 conversion (F2F.BF16.F32) goes through the shared MIO pipe, and converting two at once into one word
+// needs two integer moves to unpack them again: neither is needed here.
+static __device__ __forceinline__ float bf16_round(float x) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(0.f, x);  // .x (low half) = 0, .y (high half) = bf16(x)
+    return __uint_as_float(*reinterpret_cast<const uint32_t *>(&v));
 }
+// score_reference bit for bit, in three instructions (F2FP, FMUL, F2FP). History: in the seesaw kernel (ncu, H100,
+// length 6144) the scalar conversions made the scores ~1,100 cycles of each warpgroup's critical path; two scores per
+// conversion then unpacked (score_x2, until 2026-11-25) took 8 instructions a pair; this form 6 (pair-order probe,
+// H200: −2.3% a pair).
+// (Natural units: the caller folds log2 e into its exponent, exp2(s·log2e − m·log2e), one FFMA.)
+static __device__ __forceinline__ float score_fast(float dot, float scale) { return bf16_round(bf16_round(dot) * scale); }
 
 // 2^x in one MUFU.EX2 (ex2.approx.ftz): exp2f without --use_fast_math adds a range test and two multiplies for
 // results below 2^-126, which it returns as subnormals; here they are 0. Only exponents of softmax terms go through

@@ -529,12 +529,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const int tok0 = t_first + 2 * t4;
         const bool full = t_first + kTile <= T;  // warp-uniform: only a sequence's last tile masks
 #pragma unroll
-        for (int j = 0; j < 8; ++j)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {  // row r0 (h 0) and r1 (h 1): tokens tok0 + 8j, + 1
-                const float2 v = score_x2(s[4 * j + 2 * h], s[4 * j + 2 * h + 1], p.softmax_scale);
-                s[4 * j + 2 * h] = v.x, s[4 * j + 2 * h + 1] = v.y;
-            }
+        for (int i = 0; i < 32; ++i) s[i] = score_fast(s[i], p.softmax_scale);
         if (!full) {
 #pragma unroll
             for (int j = 0; j < 8; ++j)
