@@ -10,8 +10,9 @@
 // The idea (FlashMLA's published schedule, our own code and our own hand-off): tiles go in pairs (tile 2i in buffer
 // 0, 2i+1 in buffer 1). Warpgroup 0 owns S of buffer 0 and O_L (latent columns 0-255); warpgroup 1 owns S of buffer 1
 // and O_R (256-511). Per pair, with M the running row max both agree on (natural units):
-//   both: S_w = Q·K_wᵀ (m64n64, 36 wgmma each, side by side) → scores rounded as the reference does → publishes its
-//         row max mx_w → waits for the other's → M' = max(M, mx_0, mx_1) (the same floats: the same M' on both sides)
+//   both: S_w = Q·K_wᵀ (m64n64, 36 wgmma each, side by side) → publishes its row max mx_w (of the scores as the
+//         reference rounds them) → rounds the scores → waits for the other's max → M' = max(M, mx_0, mx_1) (the same
+//         floats: the same M' on both sides)
 //   WG0: O_L·= e^(M−M'); P0 = e^(S0 − M') in bf16, stored and multiplied in two halves of 32 tokens (O_L += P0·V0_L:
 //        the first half's k-steps run while the second is exponentiated) → publishes P0 → waits for P1 →
 //        O_L += P1·V1_L.
@@ -457,7 +458,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     uint32_t full_parity0 = 0, full_parity1 = 0;
     uint32_t pairs_done = 0;
 
-    // S = Q·Kᵀ of the tile in this warpgroup's buffer (pair `pair`), the k_pe chunk rotated first; waited for.
+    // S = Q·Kᵀ of the tile in this warpgroup's buffer (pair `pair`), the k_pe chunk rotated first; waited for, tokens ≥ T
+    // masked, not yet rounded (row_max, then round_scores).
     // this thread's two k_pe unit pairs in the rotation: rows wtid/4 and wtid/4 + 32, rope dims 8u..8u+7, 32 + 8u..
     const int pe_row = wtid / 4, pe_u = wtid % 4;
     // Their cos/sin, loaded for the tile whose S this warpgroup computes next. Where they are loaded matters (timeline,
@@ -525,11 +527,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         ptx::wgmma_commit();
         ptx::wgmma_wait<0>();
         trace(tile / 2, 3);
-        // scores as the reference rounds them (natural units); tokens ≥ T masked
+        // tokens ≥ T masked (the dot products, before they are rounded: round_scores keeps −inf)
         const int tok0 = t_first + 2 * t4;
         const bool full = t_first + kTile <= T;  // warp-uniform: only a sequence's last tile masks
-#pragma unroll
-        for (int i = 0; i < 32; ++i) s[i] = score_fast(s[i], p.softmax_scale);
         if (!full) {
 #pragma unroll
             for (int j = 0; j < 8; ++j)
@@ -538,6 +538,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                     if (tok0 + 8 * j + e >= T) s[4 * j + e] = -INFINITY, s[4 * j + 2 + e] = -INFINITY;
         }
     };
+    // The rows' maxima of the scores, taken on the dot products and rounded once: the score's rounding
+    // (bf16(bf16(x)·scale), scale > 0) is monotonic, so the max of the rounded scores is the rounded max, and it is
+    // published before the 32 scores are rounded (round_scores, while the other warpgroup's max is awaited).
     auto row_max = [&](float &mx0, float &mx1) {
         mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
@@ -549,6 +552,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        mx0 = score_fast(mx0, p.softmax_scale), mx1 = score_fast(mx1, p.softmax_scale);
+    };
+    // the scores as the reference rounds them (natural units)
+    auto round_scores = [&]() {
+#pragma unroll
+        for (int i = 0; i < 32; ++i) s[i] = score_fast(s[i], p.softmax_scale);
     };
     // s ← exp2(s − m) in fp32 (m = −inf: nothing valid yet, every s is −inf and becomes 0)
     // P = e^(s − m) of the tokens of 16-byte units [j0, j0 + 4) of the row (32 tokens: two k-steps of the P·V) as
@@ -792,6 +801,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 const float *mb_slot = s_mb + parity * kHeads;
                 if (t4 == 0) ma_slot[r0] = mx0, ma_slot[r1] = mx1;
                 hand_signal(kHandMa);
+                round_scores();
                 trace(pair, 4);
                 hand_wait(kHandMb, parity);  // the row max of S1 (so S1 is done)
                 // the item's last pair: both S are done with Q, the next item's may come in
@@ -854,6 +864,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 float *mb_slot = s_mb + parity * kHeads;
                 if (t4 == 0) mb_slot[r0] = mx0, mb_slot[r1] = mx1;
                 hand_signal(kHandMb);
+                if (has1) round_scores();
                 trace(pair, 4);
                 hand_wait(kHandMa, parity);  // the row max of S0
                 const float mn0 = fmaxf(m_run0, fmaxf(mx0, ma_slot[r0])), mn1 = fmaxf(m_run1, fmaxf(mx1, ma_slot[r1]));
