@@ -348,6 +348,21 @@ static bool stream_maps(char *buf, int R, int K, int ctas, CUtensorMap *wmap, CU
     return ok;
 }
 
+// `kernel` on `ctas` CTAs of 64 threads with `smem` bytes each, in clusters of `csize` CTAs
+template <typename... Params, typename... Args>
+static void launch_clusters(int ctas, size_t smem, int csize, void (*kernel)(Params...), Args... args) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)ctas);
+    cfg.blockDim = dim3(64);
+    cfg.dynamicSmemBytes = smem;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = (unsigned)csize, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    CK(cudaLaunchKernelEx(&cfg, kernel, args...));
+}
+
 int main(int argc, char **argv) {
     const size_t bytes = argc > 1 ? (size_t)atof(argv[1]) * 1e6 : 235ull << 20;
     int sms = 0, l2 = 0;
@@ -419,16 +434,7 @@ int main(int argc, char **argv) {
             snprintf(name, sizeof name, "%s%s, hold %4d%s", t.seq_div == 1 ? "own seq" : t.seq_div == 2 ? "seq / 2 CTAs" : "one seq",
                      t.csize > 1 ? " mcast" : "", t.hold, t.pairwise ? " pairs" : "");
             time_it(name, (size_t)ctas * n_tiles * 9 * 8192, [&] {
-                cudaLaunchConfig_t cfg = {};
-                cfg.gridDim = dim3((unsigned)ctas);
-                cfg.blockDim = dim3(64);
-                cfg.dynamicSmemBytes = smem;
-                cudaLaunchAttribute attr[1];
-                attr[0].id = cudaLaunchAttributeClusterDimension;
-                attr[0].val.clusterDim.x = (unsigned)t.csize, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
-                cfg.attrs = attr;
-                cfg.numAttrs = 1;
-                CK(cudaLaunchKernelEx(&cfg, kv_kernel, map, n_tiles, t.seq_div, t.csize, t.hold, t.pairwise, cycles));
+                launch_clusters(ctas, smem, t.csize, kv_kernel, map, n_tiles, t.seq_div, t.csize, t.hold, t.pairwise, cycles);
             });
             std::vector<long long> cyc(ctas);
             CK(cudaMemcpy(cyc.data(), cycles, ctas * sizeof(long long), cudaMemcpyDeviceToHost));
@@ -463,17 +469,8 @@ int main(int argc, char **argv) {
                      : t.arrive == 3 ? " (lanes)" : " (own local)", t.hold);
             const int ai = t.csize == 1 ? 0 : t.csize == 2 ? 1 : 2;
             time_it(name, (size_t)ctas * R * K * 2, [&] {
-                cudaLaunchConfig_t cfg = {};
-                cfg.gridDim = dim3((unsigned)ctas);
-                cfg.blockDim = dim3(64);
-                cfg.dynamicSmemBytes = smem;
-                cudaLaunchAttribute attr[1];
-                attr[0].id = cudaLaunchAttributeClusterDimension;
-                attr[0].val.clusterDim.x = (unsigned)t.csize, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
-                cfg.attrs = attr;
-                cfg.numAttrs = 1;
-                CK(cudaLaunchKernelEx(&cfg, mcast_kernel, wmap, amap[ai], R, K / 64, t.stages, t.use_a, t.csize, t.hold,
-                                      t.arrive));
+                launch_clusters(ctas, smem, t.csize, mcast_kernel, wmap, amap[ai], R, K / 64, t.stages, t.use_a, t.csize,
+                                t.hold, t.arrive);
             });
         }
         return 0;
