@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# dev build, second version: P0 in the Q region's k_pe chunk, Q's rope part in registers, a tile's k_pe chunk copied
-# on its own once the S before it is done and rotated at the start of its S (exp 0) against the previous path (exp
-# 128): checks, the attention alone (three interleaved rounds), pair timelines at 6144 (8 vs 136), layer rounds
+# the A/B that calls 1 and 2 ran, each on its own tree (call 1: the keys' rope through registers; call 2: the k_pe
+# chunk copied alone and rotated at the S's start; README): exp 0 = the tree's new path, exp 128 = the committed path.
+# Dev build; checks (gpu_attention both, gpu_mla quick on exp 0), the attention alone (three interleaved rounds), pair
+# timelines at 6144 (8 vs 136), layer rounds
 set -u
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
