@@ -2,7 +2,7 @@
 # the A/B that calls 1 and 2 ran, each on its own tree (call 1: the keys' rope through registers; call 2: the k_pe
 # chunk copied alone and rotated at the S's start; README): exp 0 = the tree's new path, exp 128 = the committed path.
 # Dev build; checks (gpu_attention both, gpu_mla quick on exp 0), the attention alone (three interleaved rounds), pair
-# timelines at 6144 (8 vs 136), layer rounds
+# timelines at 6144 (8 vs 136; TRACES="8" for the new path's only, as ../../2026-11-25-h200-pe-pair-end ran it), layer rounds
 set -u
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
@@ -24,7 +24,7 @@ for r in 1 2 3; do
   for x in $order; do att $x; done
 done
 echo "timed $(( $(date +%s) - t0 )) s"
-for x in 8 136; do
+for x in ${TRACES:-8 136}; do
   LATTE_MLA_WGMMA_EXPERIMENT=$x LATTE_ATTN_TRACE=6144 timeout 60 build-exp/tests/gpu_attention > $OUT/trace_$x.log 2>&1
   echo "trace $x rc $?"
 done
