@@ -3,7 +3,7 @@
 // Why: attention v3 (src/cuda/mla_attention_sm90_seesaw.cu) hands the row maxima from one warpgroup to the other with
 // a producer bar.arrive and a consumer bar.sync on a named barrier (PTX ISA: when the barrier completes, the
 // arriving threads' earlier memory accesses are performed relative to the waiting ones). racecheck reports hazards
-// on exactly those accesses. This probe runs the same hand-off, stripped of everything else, in four ways, so the
+// on exactly those accesses. This probe runs the same hand-off, stripped of everything else, in eight ways, so the
 // tool's verdict on each can be read off one racecheck run:
 //   0 arrive_sync:    producer bar.arrive / consumer bar.sync (the v3 pattern), both directions
 //   1 full_sync:      both warpgroups bar.sync (the control: racecheck must call it clean)
@@ -14,6 +14,9 @@
 //                     a different number in each warpgroup: the rotation of k_pe, P visible to its own wgmma)
 //   5 mbar_uneven_end: as 4, and the exchange after the rounds goes through an mbarrier (all 256 threads arrive,
 //                     then wait) instead of __syncthreads
+//   6 mbar_uneven_named: as 4, the exchange after the rounds through a named barrier of all 256 threads (bar.sync 1,
+//                     256: the attention's piece combine, seesaw_piece_done, exchanges its flag and weights so)
+//   7 mbar_even_named: as 6, but both warpgroups pass their own named barriers every round (equal counts)
 // Every round the producer writes values that name the round, the consumer checks each one it reads, so the probe
 // also fails (exit 1) if a hand-off does not order the accesses on the hardware. After the rounds both warpgroups
 // exchange a value through __syncthreads (v3 ends the same way, and racecheck reported that exchange too).
@@ -65,7 +68,7 @@ __global__ void __launch_bounds__(256, 1) handoff(int *errors) {
     // not count two, and a parity wait could not tell two phases apart)
     int bad = 0;
     for (int r = 0; r < kRounds; ++r) {
-        if (kMode >= 4 && (wg == 0 || r % 2 == 0)) ptx::named_bar_sync(4 + wg, 128);
+        if (kMode >= 4 && (wg == 0 || r % 2 == 0 || kMode == 7)) ptx::named_bar_sync(4 + wg, 128);
         if (wg == 0) {
             if (r > 0) await(2, empty, (uint32_t)((r - 1) & 1));  // the consumer is done with the slot
             slot[wtid] = (float)(r * 1000 + wtid);
@@ -82,6 +85,8 @@ __global__ void __launch_bounds__(256, 1) handoff(int *errors) {
     if (kMode == 5) {
         ptx::mbarrier_arrive(end);
         ptx::mbarrier_wait(end, 0);
+    } else if (kMode >= 6) {
+        ptx::named_bar_sync(1, 256);
     } else {
         __syncthreads();
     }
@@ -92,8 +97,8 @@ __global__ void __launch_bounds__(256, 1) handoff(int *errors) {
 #endif
 }
 
-static const char *kNames[6] = {"arrive_sync",  "full_sync",   "mbar_all",
-                                "mbar_elected", "mbar_uneven", "mbar_uneven_end"};
+static const char *kNames[8] = {"arrive_sync",  "full_sync",   "mbar_all",          "mbar_elected",
+                                "mbar_uneven", "mbar_uneven_end", "mbar_uneven_named", "mbar_even_named"};
 
 template <int kMode>
 static int run(int *d_errors) {
@@ -117,6 +122,8 @@ int main(int argc, char **argv) {
     if (only < 0 || only == 3) fails += run<3>(d_errors);
     if (only < 0 || only == 4) fails += run<4>(d_errors);
     if (only < 0 || only == 5) fails += run<5>(d_errors);
+    if (only < 0 || only == 6) fails += run<6>(d_errors);
+    if (only < 0 || only == 7) fails += run<7>(d_errors);
     cudaFree(d_errors);
     return fails ? 1 : 0;
 }

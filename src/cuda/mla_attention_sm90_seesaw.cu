@@ -190,36 +190,44 @@ __device__ __forceinline__ SeesawItem seesaw_item(const MlaAttentionParams &p, i
 // (sequence, head group)'s pieces to finish combines them into o_lat, as the combine kernel does (mla_attention.cu):
 // o = bf16(Σ_j w_j o_j), w_j = e^(lse_j − max) / Σ_j e^(lse_j − max). Who is last: a counter per (sequence, head group),
 // zeroed by the list's writer; each piece's threads fence their rows before the count (the last CTA then reads every
-// piece's rows from L2). `scratch`: shared memory of 4 + 64·k floats (the Q region). Inline: out of line (an ABI call
-// in the item loop) ptxas spilled 212 bytes around the call; inline the kernel stays at 254 registers, no spill.
+// piece's rows from L2). Nothing goes through shared memory: the "last" bit is broadcast by the barrier's reduction
+// and each head's weights are written over its pieces' LSE (dead once read; one thread a head reads and writes them)
+// for the others to read back from L2 after the barrier. (Through shared memory, racecheck reported both exchanges:
+// its known false report once the warpgroups have passed their own named barriers unequal numbers of times,
+// bench/probes/racecheck_handoff.cu modes 4-7; the kernel has no spare shared memory for an mbarrier.) Inline: out of
+// line (an ABI call in the item loop) ptxas spilled 212 bytes around the call.
 // ~k × 128 KB read from L2 by one SM (a few µs for k ~ 6), once per long sequence.
-__device__ __forceinline__ void seesaw_piece_done(const MlaAttentionParams &p, float *scratch, int b, int head0, int heads,
-                                               int slot, int n_groups) {
+__device__ __forceinline__ void seesaw_piece_done(const MlaAttentionParams &p, int b, int head0, int heads, int slot,
+                                               int n_groups) {
     const int tid = threadIdx.x;
     __threadfence();  // this thread's rows of the partial, before the count that lets another CTA read them
     ptx::named_bar_sync(kBarOut, kThreads);
-    int *const flag = reinterpret_cast<int *>(scratch);
+    bool last_count = false;
     if (tid == 0) {
         const int slots = mla_schedule_pieces(p.schedule)[slot].slots;
         int *const counter = mla_schedule_counters(p.schedule, p.batch) + b * n_groups + head0 / kHeads;
-        flag[0] = atomicAdd(counter, 1) == (slots & 1023) - 1 ? slots : -1;
+        last_count = atomicAdd(counter, 1) == (slots & 1023) - 1;
     }
-    ptx::named_bar_sync(kBarOut, kThreads);
-    const int slots = flag[0];
-    if (slots >= 0) {  // the last: every piece's rows are written (their fences came before their counts)
+    if (ptx::named_bar_sync_or(kBarOut, kThreads, last_count)) {
+        // the last: every piece's rows are written (their fences came before their counts)
         __threadfence();
+        const int slots = mla_schedule_pieces(p.schedule)[slot].slots;
         const int slot0 = slots >> 10, k = slots & 1023;
-        float *const w = scratch + 4;  // [k][64] the pieces' weights per head
+        // w[j][h] over lse[slot0 + j][head0 + h]
+        float *const w = p.lse_partial + (size_t)slot0 * p.n_heads + head0;
         if (tid < heads) {
-            const float *lse = p.lse_partial + (size_t)slot0 * p.n_heads + head0 + tid;
+            float *const lse = w + tid;
             float mx = -INFINITY;
             for (int j = 0; j < k; ++j) mx = fmaxf(mx, __ldcg(lse + (size_t)j * p.n_heads));
             float den = 0.f;
             for (int j = 0; j < k; ++j) den += expf(__ldcg(lse + (size_t)j * p.n_heads) - mx);
             const float inv_den = 1.f / den;
-            for (int j = 0; j < k; ++j) w[j * kHeads + tid] = expf(__ldcg(lse + (size_t)j * p.n_heads) - mx) * inv_den;
+            for (int j = 0; j < k; ++j) {
+                const float wj = expf(__ldcg(lse + (size_t)j * p.n_heads) - mx) * inv_den;
+                __stcg(lse + (size_t)j * p.n_heads, wj);
+            }
         }
-        ptx::named_bar_sync(kBarOut, kThreads);
+        ptx::named_bar_sync(kBarOut, kThreads);  // the weights written, before any thread reads them
         // 8 float4 of a row each pass (a thread: columns 4·c4 of 8 rows 8 apart), the pieces 2 at a time: 16 loads in
         // flight a thread, enough to keep one SM's L2 requests busy
         constexpr int kRowsPerPass = 8;
@@ -232,15 +240,16 @@ __device__ __forceinline__ void seesaw_piece_done(const MlaAttentionParams &p, f
                 const float4 *src = reinterpret_cast<const float4 *>(p.o_partial) +
                                     ((size_t)(slot0 + j) * p.n_heads + head0) * (kMlaLatent / 4) + c4;
                 float4 v[kRowsPerPass];
+                float wv[kRowsPerPass];
 #pragma unroll
                 for (int i = 0; i < kRowsPerPass; ++i) {
                     const int h = h_base + 2 * i;
                     v[i] = h < heads ? __ldcg(src + (size_t)h * (kMlaLatent / 4)) : make_float4(0.f, 0.f, 0.f, 0.f);
+                    wv[i] = h < heads ? __ldcg(w + (size_t)j * p.n_heads + h) : 0.f;
                 }
 #pragma unroll
                 for (int i = 0; i < kRowsPerPass; ++i) {
-                    const int h = h_base + 2 * i;
-                    const float wj = h < heads ? w[j * kHeads + h] : 0.f;
+                    const float wj = wv[i];
                     acc[i].x = fmaf(wj, v[i].x, acc[i].x), acc[i].y = fmaf(wj, v[i].y, acc[i].y);
                     acc[i].z = fmaf(wj, v[i].z, acc[i].z), acc[i].w = fmaf(wj, v[i].w, acc[i].w);
                 }
@@ -258,8 +267,7 @@ __device__ __forceinline__ void seesaw_piece_done(const MlaAttentionParams &p, f
             }
         }
     }
-    ptx::fence_proxy_async_smem();  // the scratch's generic accesses, before the next item's Q lands there by TMA
-    ptx::named_bar_sync(kBarOut, kThreads);
+    ptx::named_bar_sync(kBarOut, kThreads);  // (the next item starts together: its Q lands in the Q region by TMA)
 }
 
 #endif
@@ -996,7 +1004,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             // the last of a long sequence's pieces to finish combines them (in the Q region: free, the next item's
             // Q comes at its start with one split)
             if (cur.split < 0)
-                seesaw_piece_done(p, reinterpret_cast<float *>(smem + kQOff), cur.b, cur.head0, cur.heads, -1 - cur.split,
+                seesaw_piece_done(p, cur.b, cur.head0, cur.heads, -1 - cur.split,
                                   n_groups);
         }
         if (items_done < kTraceItems) stamp(3 + 3 * items_done);

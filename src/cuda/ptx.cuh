@@ -75,6 +75,17 @@ __device__ __forceinline__ void named_bar_sync(int b, int count) {
 __device__ __forceinline__ void named_bar_arrive(int b, int count) {
     asm volatile("bar.arrive %0, %1;\n" ::"r"(b), "r"(count) : "memory");
 }
+// bar.sync of named barrier b that also ORs a predicate over the `count` threads and hands every one the result
+// (bar.red.or.pred): a one-bit broadcast with no shared-memory exchange
+__device__ __forceinline__ bool named_bar_sync_or(int b, int count, bool pred) {
+    uint32_t r;
+    asm volatile(
+        "{\n .reg .pred p, q;\n setp.ne.u32 q, %1, 0;\n bar.red.or.pred p, %2, %3, q;\n selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(r)
+        : "r"((uint32_t)pred), "r"(b), "r"(count)
+        : "memory");
+    return r != 0;
+}
 
 // ---- Hopper (sm_90a) only: warpgroup MMA. On other targets these compile to nothing and are never reached (the
 //      launchers select the wgmma kernel only on a compute capability 9.0 device running sm_90a code). ----
