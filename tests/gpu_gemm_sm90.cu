@@ -10,7 +10,8 @@
 // fixup counters are zero after a launch, a PDL pair (the second GEMM reads the first's output) and its graph replay.
 // With LATTE_GEMM_TIMING=1, then a timing table of the MLA shapes (median of 20 launches, each after a read-only L2 flush; weight
 // bytes / time), for every configuration the tuner would time, and the timing experiments (GemmSm90Config::dev_flags)
-// on the chosen one.
+// on the chosen one. LATTE_GEMM_TIMING_ONLY=name: that shape's table alone; LATTE_GEMM_TIMING_ALL=name: every bn and mode
+// of that shape, each with the experiments.
 // LATTE_GEMM_PROFILE=1: one launch of each MLA shape and nothing else (for ncu). LATTE_TEST_PDL_DIAG=N: the PDL pair
 // alone, N times with PDL, without, and with separate workspaces (it found a stream-ordering bug of this test).
 // Exit 77 (ctest: skipped) without a GPU, on a GPU that is not compute capability 9.0, or in a build without sm_90a.
@@ -373,7 +374,15 @@ static void time_shape(const Shape &s0, bf16 *flush, size_t flush_bytes) {
     fill(b.A, b.na, 0, 1.0f);
     fill(b.B, b.nb, 0, 0.02f);
     GemmSm90Config c[8];
-    const int n = gemm_sm90_candidates(s.M, s.N, s.K, s.batch, g_sms, c, 8);
+    int n = gemm_sm90_candidates(s.M, s.N, s.K, s.batch, g_sms, c, 8);
+    // LATTE_GEMM_TIMING_ALL=name: every bn and mode of that shape, each with the dev_flags experiments
+    const char *all_env = getenv("LATTE_GEMM_TIMING_ALL");
+    const bool all = all_env && !strcmp(all_env, s.name);
+    if (all) {
+        n = 0;
+        for (int sk = 0; sk < 2; sk++)
+            for (int bn : {64, 128, 192, 256}) c[n++] = GemmSm90Config{bn, sk != 0, 0};
+    }
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
@@ -399,11 +408,13 @@ static void time_shape(const Shape &s0, bf16 *flush, size_t flush_bytes) {
     const struct { int flags; const char *what; } exps[] = {
         {256, "the last to count sums (owner does not wait)"}, {1, "no L2 hints"}, {4, "no stores"},
         {32 | 4, "no A, no stores"}, {32 | 4 | 128, "no A, no stores, no fixup"}};
-    for (const auto &x : exps) {
-        GemmSm90Config cf = c[0];
-        cf.dev_flags = x.flags;
-        time_one(cf, x.what);
-    }
+    for (int i = 0; i < (all ? n : 1); i++)
+        for (const auto &x : exps) {
+            GemmSm90Config cf = c[i];
+            if (!cf.stream_k && (x.flags & (128 | 256))) continue;  // no fixup to leave out
+            cf.dev_flags = x.flags;
+            time_one(cf, x.what);
+        }
     CK(cudaEventDestroy(e0));
     CK(cudaEventDestroy(e1));
     release(b);
@@ -506,7 +517,9 @@ int main() {
         CK(cudaMalloc(&flush, flush_bytes));
         CK(cudaMemset(flush, 0x5a, flush_bytes));
         printf("timing (median of 20 launches, each after a %zu MB L2 flush):\n", flush_bytes >> 20);
-        for (const Shape &s : mla) time_shape(s, flush, flush_bytes);
+        const char *only = getenv("LATTE_GEMM_TIMING_ONLY");  // one shape's name: only its timing
+        for (const Shape &s : mla)
+            if (!only || !strcmp(only, s.name)) time_shape(s, flush, flush_bytes);
         cudaFree(flush);
     }
     cudaFree(g_partial);
