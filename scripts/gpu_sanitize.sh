@@ -13,6 +13,11 @@
 #     GPU_SANITIZE_FUZZ_S (75) seconds; the number of inputs it ran goes into sanitizer.json;
 #   - gpu_reliability checks that plan cycles leak no device memory with cudaMemGetInfo, a device-wide number that
 #     the other processes move: a run whose only failure is that check runs again alone after the others;
+#   - a run that failed because the GPU's memory ran out (cudaErrorMemoryAllocation in its output: the other
+#     processes and the tools' own allocations) runs again alone after the others too;
+#   - a whole run of every program no longer fits one 10-minute device call on an H200 (gpu_mla alone: racecheck
+#     ~220 s, memcheck ~130 s, synccheck > 480 s with others beside it): split it over calls with
+#     GPU_SANITIZE_PROGRAMS / GPU_SANITIZE_TOOLS (bench/results/2026-11-25-h200-sanitize/ ran it so);
 #   - informational (never fails the step): racecheck over one gpu_mla case with cuBLASLt's kernels checked too
 #     (GPU_SANITIZE_INFO=racecheck, "" to skip; the first GPU_SANITIZE_INFO_LAUNCHES launches), so the log keeps
 #     what NVIDIA's own kernels report.
@@ -607,6 +612,20 @@ for ((i = 0; i < N_REQUIRED; i++)); do
     continue
   fi
   J_FIRST[i]="${J_STATUS[i]} with other processes on the GPU, only the device-memory leak check failed: run again alone"
+  J_PID[i]=""
+  run_queue "$i" $((i + 1)) 1
+done
+
+# runs that failed because the GPU's memory ran out (the other sanitizers' processes and their own allocations fill it:
+# seen on an H200 with 5 at a time, gpu_attention and gpu_gemm_sm90 failing at their first cudaMalloc): again, alone
+for ((i = 0; i < N_REQUIRED; i++)); do
+  case "${J_STATUS[i]}" in pass|"NOT RUN"|"NO GPU"|SKIPPED) continue ;; esac
+  grep -q "cudaErrorMemoryAllocation" "$WORK/j$i/out.txt" 2> /dev/null || continue
+  if [ $(($(left) - RESERVE - KILL_GRACE)) -lt $MIN_START ]; then
+    J_DETAIL[i]="${J_DETAIL[i]}; out of GPU memory with other processes on the GPU, no time to run it alone"
+    continue
+  fi
+  J_FIRST[i]="${J_STATUS[i]} with other processes on the GPU, out of GPU memory: run again alone"
   J_PID[i]=""
   run_queue "$i" $((i + 1)) 1
 done
