@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# call 8: the committed tree (the piece combine fix) on the H200: build, gpu_attention, gpu_mla quick, the oracle
+# (reference check + PyTorch anchors timed beside latte), latte-bench's layer with JSON; synccheck over gpu_mla's cases with pieces
+set -u
+t0=$(date +%s)
+nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a > $OUT/build.log 2>&1 &&
+cmake --build build-gpu -j16 --target latte latte-bench gpu_mla gpu_attention >> $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
+echo "built $(( $(date +%s) - t0 )) s"
+( cd build-gpu/tests && timeout 150 ./gpu_attention > $OUT/gpu_attention.log 2>&1; echo "gpu_attention rc $?: $(tail -1 $OUT/gpu_attention.log)" )
+( cd build-gpu/tests && LATTE_TEST_QUICK=1 LATTE_TEST_NO_TUNE=1 timeout 150 ./gpu_mla > $OUT/gpu_mla_quick.log 2>&1; echo "gpu_mla quick rc $?: $(tail -1 $OUT/gpu_mla_quick.log)" )
+export LATTE_LIBRARY=$PWD/build-gpu/liblatte.so
+mkdir -p $OUT/oracle
+timeout 300 python3 scripts/oracle_check.py --out $OUT/oracle --flash > $OUT/oracle.log 2>&1
+echo "oracle rc $?: $(tail -1 $OUT/oracle.log)"
+timeout 150 build-gpu/bench/latte-bench --only mla --json $OUT/bench.json > $OUT/bench.log 2>&1; echo "bench rc $?"
+grep -E "^mla (len|lens)|^ceilings" $OUT/bench.log | grep -v untuned | cut -c1-150
+echo "total $(( $(date +%s) - t0 )) s"
+( cd build-gpu/tests && LATTE_TEST_QUICK=1 LATTE_TEST_FILTER="a few long" timeout 200 compute-sanitizer --tool synccheck ./gpu_mla > $OUT/synccheck_gpu_mla_long.log 2>&1; echo "synccheck gpu_mla [a few long] rc $?: $(grep SUMMARY $OUT/synccheck_gpu_mla_long.log) $(grep -E "passed" $OUT/synccheck_gpu_mla_long.log | tail -1)" )
+cd $OUT && tar czf logs.tgz *.log oracle/ && rm -rf oracle gpu_mla_quick.log
