@@ -600,34 +600,33 @@ run_queue() {  # first last slots: start jobs in [first, last) as slots free up 
 }
 run_queue 0 "$N_REQUIRED" "$PAR"
 
-# gpu_reliability runs whose only failed check is the device-wide leak measurement: again, alone
+# Runs that failed for a reason the other processes on the GPU caused run again, alone, if there is time left.
+# rerun_alone I WHY: WHY says what failed, in the report
+rerun_alone() {
+  local i=$1 why=$2
+  if [ $(($(left) - RESERVE - KILL_GRACE)) -lt $MIN_START ]; then
+    J_DETAIL[i]="${J_DETAIL[i]}; $why with other processes on the GPU, no time to run it alone"
+    return
+  fi
+  J_FIRST[i]="${J_STATUS[i]} with other processes on the GPU, $why: run again alone"
+  J_PID[i]=""
+  run_queue "$i" $((i + 1)) 1
+}
 for ((i = 0; i < N_REQUIRED; i++)); do
-  if [ "${J_PROG[i]}" != gpu_reliability ] || [ "${J_STATUS[i]}" != FAILED ] || [ "${J_ERR[i]:-x}" != 0 ]; then continue; fi
   f="$WORK/j$i/out.txt"
-  nf=$(grep -c "^FAIL " "$f" 2> /dev/null)
-  nl=$(grep "^FAIL " "$f" 2> /dev/null | grep -c "leaks device memory")
-  if [ "${nf:-0}" -eq 0 ] || [ "$nf" != "$nl" ]; then continue; fi
-  if [ $(($(left) - RESERVE - KILL_GRACE)) -lt $MIN_START ]; then
-    J_DETAIL[i]="${J_DETAIL[i]}; only the device-wide leak check failed (other processes on the GPU), no time to run it alone"
-    continue
+  # gpu_reliability whose only failed check is the device-wide leak measurement (which the other processes move)
+  if [ "${J_PROG[i]}" = gpu_reliability ] && [ "${J_STATUS[i]}" = FAILED ] && [ "${J_ERR[i]:-x}" = 0 ]; then
+    nf=$(grep -c "^FAIL " "$f" 2> /dev/null)
+    nl=$(grep "^FAIL " "$f" 2> /dev/null | grep -c "leaks device memory")
+    if [ "${nf:-0}" -gt 0 ] && [ "$nf" = "$nl" ]; then
+      rerun_alone "$i" "only the device-memory leak check failed"
+      continue
+    fi
   fi
-  J_FIRST[i]="${J_STATUS[i]} with other processes on the GPU, only the device-memory leak check failed: run again alone"
-  J_PID[i]=""
-  run_queue "$i" $((i + 1)) 1
-done
-
-# runs that failed because the GPU's memory ran out (the other sanitizers' processes and their own allocations fill it:
-# seen on an H200 with 5 at a time, gpu_attention and gpu_gemm_sm90 failing at their first cudaMalloc): again, alone
-for ((i = 0; i < N_REQUIRED; i++)); do
+  # out of GPU memory (the other sanitizers' processes and their own allocations fill it: seen on an H200 with 5 at a
+  # time, gpu_attention and gpu_gemm_sm90 failing at their first cudaMalloc)
   case "${J_STATUS[i]}" in pass|"NOT RUN"|"NO GPU"|SKIPPED) continue ;; esac
-  grep -q "cudaErrorMemoryAllocation" "$WORK/j$i/out.txt" 2> /dev/null || continue
-  if [ $(($(left) - RESERVE - KILL_GRACE)) -lt $MIN_START ]; then
-    J_DETAIL[i]="${J_DETAIL[i]}; out of GPU memory with other processes on the GPU, no time to run it alone"
-    continue
-  fi
-  J_FIRST[i]="${J_STATUS[i]} with other processes on the GPU, out of GPU memory: run again alone"
-  J_PID[i]=""
-  run_queue "$i" $((i + 1)) 1
+  if grep -q "cudaErrorMemoryAllocation" "$f" 2> /dev/null; then rerun_alone "$i" "out of GPU memory"; fi
 done
 
 if [ "$N_REQUIRED" -lt ${#J_TOOL[@]} ]; then run_queue "$N_REQUIRED" ${#J_TOOL[@]} 1; fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # the committed tree (8eeb11a, release kernel as 7ba81e5) on the H200: build, gpu_attention, gpu_mla quick, the oracle
-# (reference check + PyTorch anchors timed beside latte), latte-bench's layer with JSON
+# (reference check + PyTorch anchors timed beside latte), latte-bench's layer with JSON; SYNCCHECK_FILTER=NAME: then
+# synccheck over gpu_mla's cases whose name holds NAME (../../2026-11-25-h200-sanitize ran it so on an H200 and an H100)
 set -u
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
@@ -16,4 +17,7 @@ echo "oracle rc $?: $(tail -1 $OUT/oracle.log)"
 timeout 150 build-gpu/bench/latte-bench --only mla --json $OUT/bench.json > $OUT/bench.log 2>&1; echo "bench rc $?"
 grep -E "^mla (len|lens)|^ceilings" $OUT/bench.log | grep -v untuned | cut -c1-150
 echo "total $(( $(date +%s) - t0 )) s"
+if [ -n "${SYNCCHECK_FILTER:-}" ]; then
+  ( cd build-gpu/tests && LATTE_TEST_QUICK=1 LATTE_TEST_FILTER="$SYNCCHECK_FILTER" timeout 200 compute-sanitizer --tool synccheck ./gpu_mla > $OUT/synccheck_gpu_mla_long.log 2>&1; echo "synccheck gpu_mla [$SYNCCHECK_FILTER] rc $?: $(grep SUMMARY $OUT/synccheck_gpu_mla_long.log) $(grep -E "passed" $OUT/synccheck_gpu_mla_long.log | tail -1)" )
+fi
 cd $OUT && tar czf logs.tgz *.log oracle/ && rm -rf oracle gpu_mla_quick.log
