@@ -1001,11 +1001,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                 if (wg == 0 && t4 == 0)
                     p.lse_partial[row_out] = (hh == 0 ? m_run0 : m_run1) + logf(hh == 0 ? lt0 : lt1);
             }
-            // the last of a long sequence's pieces to finish combines them (in the Q region: free, the next item's
-            // Q comes at its start with one split)
-            if (cur.split < 0)
-                seesaw_piece_done(p, cur.b, cur.head0, cur.heads, -1 - cur.split,
-                                  n_groups);
+            // the last of a long sequence's pieces to finish combines them (from L2: no shared memory)
+            if (cur.split < 0) seesaw_piece_done(p, cur.b, cur.head0, cur.heads, -1 - cur.split, n_groups);
         }
         if (items_done < kTraceItems) stamp(3 + 3 * items_done);
         stamp_end(5, items_done);
