@@ -216,6 +216,11 @@ static void run_case(const mla_case *k, int tune) {
         printf("%s: tuned in %.2f s:\n%s", k->name, t_tune, desc);
         CHECK(k->simple_gemm || strstr(desc, "candidates") != NULL, "%s: describe after tune says nothing of it: %s",
               k->name, desc);
+        /* LATTE_MLA_UV_SM90=1: the tune takes the sm90 one-tile W_UV whatever its time (on Hopper, default engines) */
+        const char *uv_sm90 = getenv("LATTE_MLA_UV_SM90");
+        if (uv_sm90 && uv_sm90[0] == '1' && g_hopper && !k->gemm && !k->simple_gemm && !g_default_gemm)
+            CHECK(strstr(desc, "w_uv: latte sm90") != NULL, "%s: LATTE_MLA_UV_SM90=1 but the tune chose:\n%s", k->name,
+                  desc);
         /* the time budget holds outside compute-sanitizer (LATTE_TEST_QUICK=1 runs under it, ~50x slower) */
         const char *quick = getenv("LATTE_TEST_QUICK");
         if (!(quick && quick[0] == '1'))
@@ -688,7 +693,8 @@ static void env_checks(void) {
     /* the A/B switches read at plan creation: "0" / "1" work, anything else fails with INVALID_ARGUMENT naming it */
     {
         const char *names[] = {"LATTE_MLA_APPEND_IN_Q", "LATTE_MLA_DISCARD", "LATTE_MLA_UV_EARLY", "LATTE_MLA_BALANCE",
-                               "LATTE_MLA_ATTN_PREP", "LATTE_MLA_TUNE_WIDE", "LATTE_MLA_SPLIT_LONG"};
+                               "LATTE_MLA_ATTN_PREP", "LATTE_MLA_TUNE_WIDE", "LATTE_MLA_SPLIT_LONG",
+                               "LATTE_MLA_UV_SM90"};
         const char *vals[] = {"0", "1", "no"};
         for (int n = 0; n < (int)(sizeof names / sizeof names[0]); n++)
             for (int i = 0; i < 3; i++) {
@@ -870,6 +876,15 @@ int main(void) {
             continue;
         }
         run_case(&tuned[i], 1);
+    }
+    /* the tune's W_UV engine forced (LATTE_MLA_UV_SM90=1, the A/B switch of its sm90 preference): describe says sm90,
+       and every check passes with it */
+    const mla_case uv_forced = {"h64 b256 tuned uv sm90", 64, 2048, 1536, 256, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f,
+                                1.0f, 320, 300, -1, 8, NULL, 0, 0, 0, 1, 0, NULL, NULL};
+    if (!no_tune && g_hopper && (!filter || !*filter || strstr(uv_forced.name, filter))) {
+        setenv("LATTE_MLA_UV_SM90", "1", 1);
+        run_case(&uv_forced, 1);
+        unsetenv("LATTE_MLA_UV_SM90");
     }
     return test_finish("gpu_mla");
 }
