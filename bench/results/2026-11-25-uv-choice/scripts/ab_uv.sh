@@ -22,3 +22,4 @@ for r in $(seq 1 ${ROUNDS:-2}); do
   if [ $((r % 2)) = 1 ]; then run 0 $r; run 1 $r; run d $r; else run d $r; run 1 $r; run 0 $r; fi
 done
 echo "total $(( $(date +%s) - t0 )) s"
+cd $OUT && tar czf logs.tgz *.log && rm -f ab_uv*.log build.log
