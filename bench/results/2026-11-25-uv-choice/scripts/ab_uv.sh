@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The tune's W_UV engine, A/B in one release build: LATTE_MLA_UV_SM90=0 (the fastest in isolation, mostly cuBLASLt),
-# =1 (the sm90 one-tile W_UV, launched early by the attention), unset (the default rule: sm90 within 15%, retimed);
+# =1 (the sm90 one-tile W_UV, launched early by the attention), unset (the default rule: sm90 within 15% at 6593224, 25% after, retimed);
 # interleaved rounds of latte-bench --only mla --quick (graph replay), each tune's w_uv line kept; then gpu_mla's tuned
 # cases (the new forced case among them). ROUNDS (default 2).
 set -u
