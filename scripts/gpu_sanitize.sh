@@ -14,9 +14,10 @@
 #   - gpu_reliability checks that plan cycles leak no device memory with cudaMemGetInfo, a device-wide number that
 #     the other processes move: a run whose only failure is that check runs again alone after the others;
 #   - a run that failed because the GPU's memory ran out (cudaErrorMemoryAllocation in its output: the other
-#     processes and the tools' own allocations) runs again alone after the others too;
+#     processes and the tools' own allocations), or whose sanitizer could not track launches for want of GPU memory
+#     ("Internal Sanitizer Error ... Unable to allocate enough memory"), runs again alone after the others too;
 #   - a whole run of every program no longer fits one 10-minute device call on an H200 (gpu_mla alone: racecheck
-#     ~220 s, memcheck ~130 s, synccheck > 480 s with others beside it): split it over calls with
+#     ~220 s, memcheck ~130 s, synccheck ~65-95 s alone but > 480 s with four others beside it): split it over calls with
 #     GPU_SANITIZE_PROGRAMS / GPU_SANITIZE_TOOLS (bench/results/2026-11-25-h200-sanitize/ ran it so);
 #   - informational (never fails the step): racecheck over one gpu_mla case with cuBLASLt's kernels checked too
 #     (GPU_SANITIZE_INFO=racecheck, "" to skip; the first GPU_SANITIZE_INFO_LAUNCHES launches), so the log keeps
@@ -626,7 +627,13 @@ for ((i = 0; i < N_REQUIRED; i++)); do
   # out of GPU memory (the other sanitizers' processes and their own allocations fill it: seen on an H200 with 5 at a
   # time, gpu_attention and gpu_gemm_sm90 failing at their first cudaMalloc)
   case "${J_STATUS[i]}" in pass|"NOT RUN"|"NO GPU"|SKIPPED) continue ;; esac
-  if grep -q "cudaErrorMemoryAllocation" "$f" 2> /dev/null; then rerun_alone "$i" "out of GPU memory"; fi
+  if grep -q "cudaErrorMemoryAllocation" "$f" 2> /dev/null; then rerun_alone "$i" "out of GPU memory"; continue; fi
+  # the tool itself out of GPU memory: "Internal Sanitizer Error: ... didn't track the launch ... (Unable to allocate
+  # enough memory ...)", one per launch it could not track, each counted as an error (seen on an H200: two synccheck
+  # runs of gpu_mla at once filled its 141 GB, 7025 and 9068 such errors, no report of a hazard)
+  if grep -q "Internal Sanitizer Error.*Unable to allocate enough memory" "$f" 2> /dev/null; then
+    rerun_alone "$i" "the sanitizer out of GPU memory"
+  fi
 done
 
 if [ "$N_REQUIRED" -lt ${#J_TOOL[@]} ]; then run_queue "$N_REQUIRED" ${#J_TOOL[@]} 1; fi
