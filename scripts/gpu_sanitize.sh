@@ -15,7 +15,8 @@
 #     the other processes move: a run whose only failure is that check runs again alone after the others;
 #   - a run that failed because the GPU's memory ran out (cudaErrorMemoryAllocation in its output: the other
 #     processes and the tools' own allocations), or whose sanitizer could not track launches for want of GPU memory
-#     ("Internal Sanitizer Error ... Unable to allocate enough memory"), runs again alone after the others too;
+#     ("Internal Sanitizer Error ... Unable to allocate enough memory"), runs again alone after the others too (the
+#     latter with --force-blocking-launches);
 #   - a whole run of every program no longer fits one 10-minute device call on an H200 (gpu_mla alone: racecheck
 #     ~220 s, memcheck ~130 s, synccheck ~65-95 s alone but > 480 s with four others beside it): split it over calls with
 #     GPU_SANITIZE_PROGRAMS / GPU_SANITIZE_TOOLS (bench/results/2026-11-25-h200-sanitize/ ran it so);
@@ -629,10 +630,13 @@ for ((i = 0; i < N_REQUIRED; i++)); do
   case "${J_STATUS[i]}" in pass|"NOT RUN"|"NO GPU"|SKIPPED) continue ;; esac
   if grep -q "cudaErrorMemoryAllocation" "$f" 2> /dev/null; then rerun_alone "$i" "out of GPU memory"; continue; fi
   # the tool itself out of GPU memory: "Internal Sanitizer Error: ... didn't track the launch ... (Unable to allocate
-  # enough memory ...)", one per launch it could not track, each counted as an error (seen on an H200: two synccheck
-  # runs of gpu_mla at once filled its 141 GB, 7025 and 9068 such errors, no report of a hazard)
-  if grep -q "Internal Sanitizer Error.*Unable to allocate enough memory" "$f" 2> /dev/null; then
-    rerun_alone "$i" "the sanitizer out of GPU memory"
+  # enough memory ...)", one per launch it could not track, each counted as an error (seen on an H200 under synccheck,
+  # at cuBLASLt's launches in gpu_mla's tuned cases: 3895-9068 such errors a run, no report of a hazard): the run goes
+  # again alone, with launches blocking (the tune enqueues hundreds of launches ahead, and the tool holds memory per
+  # launch in flight: the "memory footprint" advice of its manual)
+  if grep -q "Internal Sanitizer Error.*Unable to allocate enough memory" "$WORK/j$i/san.txt" 2> /dev/null; then
+    J_OPTS[i]="${J_OPTS[i]} --force-blocking-launches"
+    rerun_alone "$i" "the sanitizer out of GPU memory (run again with --force-blocking-launches)"
   fi
 done
 
