@@ -241,6 +241,9 @@ LATTE_API latte_status latte_mla_plan_tune(latte_mla_plan plan, int64_t batch, i
 /* What runs of `batch` sequences (default strides) use for each projection, one line each, e.g.
  *   "down: cublasLt algo 23 tile 12 splitK 4, 11.2 us (heuristic 28.9 us, 41 candidates)"
  *   "up: latte gemm splitK 2 (default, not tuned)"
+ *   "w_uv: latte sm90 bn 128 whole tiles, 16.2 us (heuristic 14.7 us, 83 candidates; preferred to the fastest,
+ *    14.3 us, for what it saves in the layer)" (one line: the W_UV GEMM that the attention launches early wins
+ *    in the layer what it loses alone)
  * written into buf (NUL-terminated, truncated to buf_bytes; 1024 bytes is ample). Host work only. */
 LATTE_API latte_status latte_mla_plan_describe(latte_mla_plan plan, int64_t batch, char *buf, size_t buf_bytes);
 

@@ -216,6 +216,14 @@ static void run_case(const mla_case *k, int tune) {
         printf("%s: tuned in %.2f s:\n%s", k->name, t_tune, desc);
         CHECK(k->simple_gemm || strstr(desc, "candidates") != NULL, "%s: describe after tune says nothing of it: %s",
               k->name, desc);
+        /* a slower candidate preferred to the fastest: only the sm90 W_UV, and describe says so on its line */
+        const char *pref = strstr(desc, "preferred to the fastest");
+        if (pref) {
+            const char *line = pref;
+            while (line > desc && line[-1] != '\n') line--;
+            CHECK(!strncmp(line, "w_uv: latte sm90", 16) && !strstr(pref + 1, "preferred to the fastest"),
+                  "%s: describe prefers a slower candidate other than the sm90 W_UV:\n%s", k->name, desc);
+        }
         /* LATTE_MLA_UV_SM90=1: the tune takes the sm90 one-tile W_UV whatever its time (on Hopper, default engines) */
         const char *uv_sm90 = getenv("LATTE_MLA_UV_SM90");
         if (uv_sm90 && uv_sm90[0] == '1' && g_hopper && !k->gemm && !k->simple_gemm && !g_default_gemm)

@@ -123,6 +123,7 @@ struct ShapeSelection {
     ProjChoice use[kNProj], untuned[kNProj];
     bool tuned;
     float us[kNProj], untuned_us[kNProj];  // tune's medians of the chosen and the untuned choice (tuned only)
+    float fastest_us[kNProj];              // the fastest's median where the tune preferred a slower one, else < 0
     int candidates[kNProj];                // how many candidates tune timed
     // b-d through the fused query kernel (mla_q_absorb_sm90) instead of up, rope and W_UK one after another
     bool q_fused, q_fused_untuned;
@@ -1118,6 +1119,7 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
     float *const cand_us = us_mem.get();
     for (int i = 0; i < kNProj; i++) {
         int n = 0;
+        out.fastest_us[i] = -1.0f;
         auto add = [&](const ProjChoice &cd) {
             if (n >= kMaxTuneCandidates) return;
             for (int k = 0; k < n; k++)
@@ -1231,7 +1233,7 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
                     (pick < 0 || cand_us[k] < cand_us[pick]))
                     pick = k;
             }
-            if (pick >= 0) best = pick, best_us = cand_us[pick];
+            if (pick >= 0) out.fastest_us[i] = best_us, best = pick, best_us = cand_us[pick];
         }
         out.use[i] = cand[best];
         out.us[i] = best_us;
@@ -1268,6 +1270,7 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
             shape->sel.use[i] = out.use[i];
             shape->sel.us[i] = out.us[i];
             shape->sel.untuned_us[i] = out.untuned_us[i];
+            shape->sel.fastest_us[i] = out.fastest_us[i];
             shape->sel.candidates[i] = out.candidates[i];
         }
         shape->sel.q_fused = out.q_fused;
@@ -1306,7 +1309,11 @@ extern "C" latte_status latte_cuda_mla_plan_describe(struct latte_mla_plan_s *pl
             append("latte gemm splitK %d", u.split);
         }
         const char *base = sel.untuned[i].lt ? "heuristic" : sel.untuned[i].sm90 ? "cost model" : "default";
-        if (sel.tuned)
+        if (sel.tuned && sel.fastest_us[i] >= 0.0f)  // a slower one preferred for what the layer overlaps (W_UV)
+            append(", %.1f us (%s %.1f us, %d candidates; preferred to the fastest, %.1f us, for what it saves "
+                   "in the layer)\n",
+                   (double)sel.us[i], base, (double)sel.untuned_us[i], sel.candidates[i], (double)sel.fastest_us[i]);
+        else if (sel.tuned)
             append(", %.1f us (%s %.1f us, %d candidates)\n", (double)sel.us[i], base, (double)sel.untuned_us[i],
                    sel.candidates[i]);
         else
