@@ -17,6 +17,8 @@
 //            two CTAs or not, multicast over a cluster of 2), with a hold per tile for the arithmetic
 //   mcast    (argv[2] = "mcast"): the out projection's stream (R weight rows a CTA, K 16384, the activations' 16 KB
 //            box every k-iteration), the activations read by every CTA or multicast over clusters of 2 or 4
+//   split    (argv[2] = "split", argv[3] = A MB): A MB then the rest as two launches (eager and from a graph) against
+//            one launch of it all: what a kernel boundary costs a weight stream
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -DLATTE_HAVE_SM90A=1 -Isrc bench/probes/tma_stream.cu
 //        src/cuda/tma.cu -o tma_stream
 #include "../../tests/cuda_test_util.cuh"  // CK
@@ -534,6 +536,42 @@ int main(int argc, char **argv) {
             CK(cudaFuncSetAttribute(tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
             time_it("contiguous 5x24 KB", share * ctas, [&] { tma_kernel<<<ctas, 64, smem>>>(buf, share, stage, 5, 1); });
         }
+        return 0;
+    }
+    if (argc > 2 && !strcmp(argv[2], "split")) {  // a kernel boundary inside a stream: tma_stream MB split A_MB
+        // A MB then MB - A MB as two launches (eager, and replayed from a CUDA graph as the layer runs), against one
+        // launch of MB: what a phase boundary costs a weight stream (the down projection, then the query kernel's)
+        const size_t first = argc > 3 ? (size_t)(atof(argv[3]) * 1e6) : 30000000;
+        const uint32_t stage = 32u << 10;
+        const int stages = 6;
+        const size_t smem = stages * stage + 16 * stages;
+        CK(cudaFuncSetAttribute(tma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        const size_t share_a = first / sms / stage * stage, share_b = (bytes - first) / sms / stage * stage,
+                     share_all = share_a + share_b;
+        auto launch_a = [&](cudaStream_t st) { tma_kernel<<<sms, 64, smem, st>>>(buf, share_a, stage, stages, 1); };
+        auto launch_b = [&](cudaStream_t st) {
+            tma_kernel<<<sms, 64, smem, st>>>(buf + share_a * sms, share_b, stage, stages, 1);
+        };
+        cudaStream_t st;
+        CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+        cudaGraph_t g;
+        cudaGraphExec_t ge;
+        CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+        launch_a(st);
+        launch_b(st);
+        CK(cudaStreamEndCapture(st, &g));
+        CK(cudaGraphInstantiate(&ge, g, 0));
+        char name[64];
+        snprintf(name, sizeof name, "first %.0f MB alone", share_a * sms / 1e6);
+        time_it(name, share_a * sms, [&] { launch_a(0); });
+        snprintf(name, sizeof name, "rest %.0f MB alone", share_b * sms / 1e6);
+        time_it(name, share_b * sms, [&] { launch_b(0); });
+        time_it("both, two launches", share_all * sms, [&] { launch_a(0), launch_b(0); });
+        time_it("both, two launches (graph)", share_all * sms, [&] { CK(cudaGraphLaunch(ge, 0)); });
+        time_it("both, one launch", share_all * sms, [&] { tma_kernel<<<sms, 64, smem>>>(buf, share_all, stage, stages, 1); });
+        CK(cudaGraphExecDestroy(ge));
+        CK(cudaGraphDestroy(g));
+        CK(cudaStreamDestroy(st));
         return 0;
     }
     time_it("ldg (8 CTAs x 256 / SM)", bytes, [&] { ldg_kernel<<<sms * 8, 256>>>((const uint4 *)buf, bytes / 16, out); });
