@@ -16,7 +16,8 @@
 #   - a run that failed because the GPU's memory ran out (cudaErrorMemoryAllocation in its output: the other
 #     processes and the tools' own allocations), or whose sanitizer could not track launches for want of GPU memory
 #     ("Internal Sanitizer Error ... Unable to allocate enough memory"), runs again alone after the others too (the
-#     latter with --force-blocking-launches);
+#     latter with --force-blocking-launches, which synccheck now takes from the start: gpu_mla and gpu_mla:wgmma2
+#     passed so, two at once, in 85-87 s on an H200);
 #   - a whole run of every program no longer fits one 10-minute device call on an H200 (gpu_mla alone: racecheck
 #     ~220 s, memcheck ~130 s, synccheck ~65-95 s alone but > 480 s with four others beside it): split it over calls with
 #     GPU_SANITIZE_PROGRAMS / GPU_SANITIZE_TOOLS (bench/results/2026-11-25-h200-sanitize/ ran it so);
@@ -390,9 +391,10 @@ fi
 
 # ---- the job list, slowest first -----------------------------------------------------------------------------
 excl_for() { case " $EXCL_TOOLS " in *" $1 "*) [ -n "$EXCL_OPT" ] && echo "$EXCL_ARGS" ;; esac; }
-opts_for() {  # tool: its options (memcheck: leak check; racecheck/initcheck: the NVIDIA exclusion)
-  local o=""
+opts_for() {  # tool: its options (memcheck: leak check; racecheck/initcheck: the NVIDIA exclusion; synccheck: blocking
+  local o=""    # launches, since its tracking of the tune's hundreds of launches in flight ran the GPU out of memory)
   [ "$1" = memcheck ] && o="--leak-check full"
+  [ "$1" = synccheck ] && o="--force-blocking-launches"
   echo "$o $(excl_for "$1")"
 }
 first=${PROGS%% *}
@@ -635,7 +637,7 @@ for ((i = 0; i < N_REQUIRED; i++)); do
   # again alone, with launches blocking (the tune enqueues hundreds of launches ahead, and the tool holds memory per
   # launch in flight: the "memory footprint" advice of its manual)
   if grep -q "Internal Sanitizer Error.*Unable to allocate enough memory" "$WORK/j$i/san.txt" 2> /dev/null; then
-    J_OPTS[i]="${J_OPTS[i]} --force-blocking-launches"
+    case " ${J_OPTS[i]} " in *" --force-blocking-launches "*) ;; *) J_OPTS[i]="${J_OPTS[i]} --force-blocking-launches" ;; esac
     rerun_alone "$i" "the sanitizer out of GPU memory (run again with --force-blocking-launches)"
   fi
 done

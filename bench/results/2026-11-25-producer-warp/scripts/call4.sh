@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# dev build: seesaw experiments 128 (WG0's last release of a pair, buffer 1's chunks 0-3, issued behind the first
+# chunk's wgmma of its next S instead of before that S), 256 (WG1's, buffer 0's chunks 4-8, likewise), 384 (both):
+# checks, the attention alone (three interleaved rounds), pair timelines at 6144, layer rounds
+set -u
+t0=$(date +%s)
+nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
+cmake -S . -B build-exp -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a -DCMAKE_CUDA_FLAGS=-DLATTE_DEV_EXPERIMENTS > $OUT/build_exp.log 2>&1 &&
+  cmake --build build-exp -j16 --target gpu_attention latte-bench >> $OUT/build_exp.log 2>&1 || { tail -30 $OUT/build_exp.log; exit 1; }
+echo "built $(( $(date +%s) - t0 )) s"
+chk() { LATTE_MLA_WGMMA_EXPERIMENT=$1 timeout 150 build-exp/tests/gpu_attention > $OUT/chk_$1.log 2>&1; echo "check exp $1 rc $?: $(tail -1 $OUT/chk_$1.log)"; }
+for x in 128 256 384; do chk $x; done
+att() {  # att EXP
+  ( LATTE_MLA_WGMMA_EXPERIMENT=$1 LATTE_ATTN_TIMING=2 timeout 120 build-exp/tests/gpu_attention > $OUT/att_$1_$r.log 2>&1 )
+  echo -n "exp $1 r$r attention: "; grep -E "time attention len" $OUT/att_$1_$r.log | grep -v 'index order' | sed -E 's/.*len +([0-9]+( stored)?):? +([0-9.]+) us.*/\1=\3/' | tr '\n' ' '; echo
+}
+for r in 1 2 3; do
+  case $r in 1) order="0 128 256 384";; 2) order="384 256 128 0";; 3) order="0 128 256 384";; esac
+  for x in $order; do att $x; done
+done
+echo "timed $(( $(date +%s) - t0 )) s"
+for x in 8 136 392; do
+  LATTE_MLA_WGMMA_EXPERIMENT=$x LATTE_ATTN_TRACE=6144 timeout 60 build-exp/tests/gpu_attention > $OUT/trace_$x.log 2>&1
+  echo "trace $x rc $?"
+done
+run() {  # run EXP
+  LATTE_MLA_WGMMA_EXPERIMENT=$1 timeout 100 build-exp/bench/latte-bench --only mla --quick > $OUT/ab_$1_$r.log 2>&1
+  echo -n "exp $1 r$r layer: "; grep -E '^mla (len|lens)' $OUT/ab_$1_$r.log | grep -v untuned | sed -E 's/^mla (len|lens) ([^:]*): ([0-9.]+) us.*graph: down_append [0-9.]+, up_absorb ([0-9.]+), attention ([0-9.]+).*/\2=\3(\5)/' | tr '\n' ' ' | cut -c1-300; echo
+}
+for r in 4 5 6; do
+  [ $(( $(date +%s) - t0 )) -gt 470 ] && break
+  if [ $r != 5 ]; then run 0; run 128; run 384; else run 384; run 128; run 0; fi
+done
+echo "total $(( $(date +%s) - t0 )) s"
+cd $OUT && tar czf logs.tgz *.log && rm -f *.log
