@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""summary.py: medians of every variant's rounds in logs/call{1,2,4}_stdout.log (attention alone, and the layer with its
+"""summary.py: medians of every variant's rounds in logs/call{1,2,4,7}_stdout.log (attention alone, and the layer with its
 graph attention phase), and the ceilings latte-bench measured in the same calls (from the calls' logs.tgz); writes
 summary.json beside this folder's README. Usage: python3 scripts/summary.py (from the folder)."""
 import io, json, re, statistics, tarfile
@@ -8,6 +8,7 @@ CALLS = {
     "call1": "producer warpgroup (128 = copies posted to a 4th warpgroup, setmaxnreg 240/24)",
     "call2": "release before the tables' loads (128)",
     "call4": "release deferred behind the next S's first chunk (128 WG0, 256 WG1, 384 both)",
+    "call7": "WG1's k_pe chunk rotated and multiplied first in its S, buffer 1's chunk 8 copied first (128)",
 }
 
 
@@ -52,7 +53,8 @@ summary = {"date": "2026-11-25", "device": "NVIDIA H200 (1980 MHz max SM clock)"
 for call, what in CALLS.items():
     att, layer = medians(f"logs/{call}_stdout.log")
     summary["calls"][call] = {"experiment": what, "patch": {"call1": "patches/producer_warpgroup.patch",
-                              "call2": "patches/release_before_tables.patch", "call4": "patches/deferred_release.patch"}[call],
+                              "call2": "patches/release_before_tables.patch", "call4": "patches/deferred_release.patch",
+                              "call7": "patches/wg1_kpe_first.patch"}[call],
                               "ceilings_same_call": ceilings(f"logs/{call}_logs.tgz"),
                               "attention_alone": att, "layer": layer}
 summary["sanitizer"] = {
