@@ -13,6 +13,12 @@
 #           (default "1 7": every CTA takes many items), then its timing table under each cap of ITER_CTAS_TIME
 #           (default "0 100000": the persistent grid, then one CTA per item as before it was persistent), and under
 #           each of those caps the item timeline (experiment 8) at each length of ITER_CTAS_TRACE (default "512")
+#   ab      the same dev build (gpu_attention, latte-bench): gpu_attention's checks under each experiment of ITER_AB_EXPS
+#           (default 128), then ITER_AB_ROUNDS (3) interleaved rounds of its timing table under 0 and each (the order
+#           reversed every other round), the timelines of ITER_TRACES, and ITER_AB_ROUNDS rounds of the layer (latte-bench
+#           --only mla --quick, graph replay) under 0 and each of ITER_AB_LAYER_EXPS (default: ITER_AB_EXPS). One line a
+#           run, "exp X rN attention: LEN=us ..." or "exp X rN layer: CASE=us(attention phase) ...", in ab.log
+#           (bench/results/2026-11-25-producer-warp/scripts/summary.py reads that format)
 #   base    A/B against another version of some files: ITER_BASE names a folder (e.g. under .carry, in the run's carry)
 #           whose files, at their paths relative to it, replace the tree's in a copy; its gpu_attention timing table
 set -u
@@ -32,7 +38,7 @@ if want build; then
     tail -30 "$out/build.log"; note "build FAIL"; echo "$summary"; exit 1
   fi
 fi
-cd build-gpu || exit 1
+mkdir -p build-gpu && cd build-gpu || exit 1
 if want gemm; then
   LATTE_REQUIRE_GPU=1 timeout 180 tests/gpu_gemm_sm90 >"$out/gemm.log" 2>&1; rc=$?
   note "gpu_gemm_sm90 rc=$rc: $(tail -1 "$out/gemm.log")"
@@ -75,6 +81,50 @@ if want exp; then
     echo "== trace $x" >>"$out/trace.log"
     LATTE_MLA_WGMMA_EXPERIMENT=$x LATTE_ATTN_TRACE=${ITER_TRACE_LEN:-6144} timeout 60 ../build-exp/tests/gpu_attention \
       >>"$out/trace.log" 2>&1
+  done
+fi
+if want ab; then
+  (cd .. && cmake -S . -B build-exp -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+     -DCMAKE_CUDA_FLAGS=-DLATTE_DEV_EXPERIMENTS >>"$out/exp_build.log" 2>&1 &&
+   cmake --build build-exp -j"$(nproc)" --target gpu_attention latte-bench >>"$out/exp_build.log" 2>&1)
+  note "ab build rc=$?"
+  ab_exps=${ITER_AB_EXPS:-128}
+  for x in $ab_exps; do
+    LATTE_MLA_WGMMA_EXPERIMENT=$x timeout 150 ../build-exp/tests/gpu_attention >"$out/ab_check_$x.log" 2>&1
+    note "ab exp $x checks rc=$?: $(tail -1 "$out/ab_check_$x.log")"
+  done
+  # one run's line: the attention table's lengths (LATTE_ATTN_TIMING=2) or the layer's cases with their graph attention phase
+  ab_line() {  # KIND EXP ROUND LOG
+    local vals
+    if [ "$1" = attention ]; then
+      vals=$(grep -E "time attention len" "$4" | grep -v 'index order' | sed -E 's/.*len +([0-9]+( stored)?):? +([0-9.]+) us.*/\1=\3/')
+    else
+      vals=$(grep -E '^mla (len|lens)' "$4" | grep -v untuned |
+        sed -E 's/^mla (len|lens) ([^:]*): ([0-9.]+) us.*graph: down_append [0-9.]+, up_absorb [0-9.]+, attention ([0-9.]+).*/\2=\3(\4)/')
+    fi
+    echo "exp $2 r$3 $1: $(echo "$vals" | tr '\n' ' ')" | tee -a "$out/ab.log"
+  }
+  ab_order() {  # ROUND EXPS: "0 EXPS", reversed in even rounds
+    local list="0 $2"
+    [ $(($1 % 2)) = 0 ] && list=$(echo "$list" | tr ' ' '\n' | tac | tr '\n' ' ')
+    echo "$list"
+  }
+  for r in $(seq 1 "${ITER_AB_ROUNDS:-3}"); do
+    for x in $(ab_order "$r" "$ab_exps"); do
+      LATTE_MLA_WGMMA_EXPERIMENT=$x LATTE_ATTN_TIMING=2 timeout 120 ../build-exp/tests/gpu_attention >"$out/ab_att_${x}_$r.log" 2>&1
+      ab_line attention "$x" "$r" "$out/ab_att_${x}_$r.log"
+    done
+  done
+  for x in ${ITER_TRACES:-}; do
+    LATTE_MLA_WGMMA_EXPERIMENT=$x LATTE_ATTN_TRACE=${ITER_TRACE_LEN:-6144} timeout 60 ../build-exp/tests/gpu_attention \
+      >"$out/ab_trace_$x.log" 2>&1
+    note "ab trace $x rc=$?"
+  done
+  for r in $(seq 1 "${ITER_AB_ROUNDS:-3}"); do
+    for x in $(ab_order "$r" "${ITER_AB_LAYER_EXPS:-$ab_exps}"); do
+      LATTE_MLA_WGMMA_EXPERIMENT=$x timeout 100 ../build-exp/bench/latte-bench --only mla --quick >"$out/ab_layer_${x}_$r.log" 2>&1
+      ab_line layer "$x" "$r" "$out/ab_layer_${x}_$r.log"
+    done
   done
 fi
 if want ctas; then
