@@ -16,8 +16,8 @@
 #   - a run that failed because the GPU's memory ran out (cudaErrorMemoryAllocation in its output: the other
 #     processes and the tools' own allocations), or whose sanitizer could not track launches for want of GPU memory
 #     ("Internal Sanitizer Error ... Unable to allocate enough memory"), runs again alone after the others too (the
-#     latter with --force-blocking-launches, which synccheck now takes from the start: gpu_mla and gpu_mla:wgmma2
-#     passed so, two at once, in 85-87 s on an H200);
+#     latter with --force-blocking-launches, which synccheck now takes from the start: gpu_mla:wgmma2 passed so in
+#     87-195 s on an H200, gpu_mla in 85 s once and past ~500 s twice, in its first tuned case: docs/RELIABILITY.md);
 #   - a whole run of every program no longer fits one 10-minute device call on an H200 (gpu_mla alone: racecheck
 #     ~220 s, memcheck ~130 s, synccheck ~65-95 s alone but > 480 s with four others beside it): split it over calls with
 #     GPU_SANITIZE_PROGRAMS / GPU_SANITIZE_TOOLS (bench/results/2026-11-25-h200-sanitize/ ran it so);

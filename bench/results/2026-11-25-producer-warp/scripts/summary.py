@@ -64,7 +64,11 @@ summary["sanitizer"] = {
              "TIMEOUT at 503 s inside 'h64 b256 c0.1 tuned' (its tune)",
     "call6": "that case alone under synccheck + blocking launches: 26 s with the tuned engines and with cuBLASLt only "
              "(348 checks each, 0 errors); natively 2 s",
+    "call9": "call 5 again on the final tree: gpu_mla:wgmma2 pass (195 s, 2678 checks); gpu_mla TIMEOUT at 496 s in the "
+             "same case",
 }
+summary["harness"] = {"call8": "scripts/gpu_iter.sh ITER_STEPS=ab ITER_AB_EXPS=8 ITER_AB_ROUNDS=2 ITER_TRACES=8 on the "
+                                "committed tree: checks pass, one line a run (logs/call8_gpu_iter_ab_smoke.tgz)"}
 json.dump(summary, open("summary.json", "w"), indent=1)
 print(json.dumps({c: {e: {k: v["median_us"] for k, v in d.items()} for e, d in s["attention_alone"].items()}
                   for c, s in summary["calls"].items()}, indent=1))
