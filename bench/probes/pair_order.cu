@@ -1,5 +1,5 @@
-// Probe: how fast can one CTA (64 heads, two warpgroups) run the attention's tile loop under two orders of its work,
-// with every operand resident in shared memory (no copies, no rope, no masking)?
+// Probe: how fast can one CTA (64 heads, two warpgroups) run the attention's tile loop under several orders of its
+// work, with every operand resident in shared memory (no masking; the keys' rope and the tiles' copies as options)?
 //
 // Question it settles (docs/NOTES.md, "The attention's pair: a split of roles, probed"): the seesaw kernel's pair of
 // tiles takes ~7,000-7,500 cycles against 4,352 of tensor work, and leaving its copies out entirely gains only ~7-10%:
@@ -8,16 +8,33 @@
 // reorder of that structure tried so far lost (FlashMLA's order, a staggered pair). Here the roles split instead:
 //   seesaw  (mode 0): per pair, WG w: S_w of tile w; the row maxima exchanged; P_w; O_w-half += P_0·V_0 + P_1·V_1.
 //   no-smax (mode 3): the seesaw's wgmma and barriers without the scores, softmax and P stores (its bound).
+//   wide    (mode 4): WG0 computes the pair's S over both tiles at once (36 wgmma m64n128k16: Q read once per pair,
+//                     96 B of operands a tensor cycle instead of 128), rounds all 128 scores, takes the rows' max and
+//                     hands tile 1's rounded scores (bf16, 8 KB) and the max to WG1; both exponentiate their tile and
+//                     run the seesaw's P·V. WG1 has no S: with the rope it rotates both tiles' k_pe chunks meanwhile,
+//                     off the S's critical path (in the seesaw each warpgroup rotates its own, behind its queued S).
+//   wide2   (mode 5): wide with Q's rope part in WG0's registers (RS wgmma for chunk 8), P0 in Q's chunk-8 slot and P1
+//                     in a region of its own (where WG0 first leaves tile 1's scores), so both tiles' chunks 8 are free
+//                     once the S is done and are copied then (kCopy), ahead of the rest.
 //   split   (mode 1): WG0 computes every tile's S and softmax; per tile n it issues S(n) and then P(n−1)·V_L(n−1), waits
 //                     for S(n) only, scores and exponentiates while that P·V (and WG1's P(n−1)·V_R(n−1)) run on the
 //                     tensor cores, rescales O_L once its P·V is done, stores P(n) and hands it (with the rows' rescale
 //                     factors) to WG1, which only rescales O_R and runs P(n)·V_R(n). No max exchange: WG0 owns the row
 //                     maxima and sums. Registers: WG0 O_L 128 + S 32; WG1 O_R 128 (room for the keys' rope tables).
+// Flags (seesaw and wide): kRot, the keys' rotation of chunk 8 (the kernel's rotate_pair over 64 rows, constant
+// tables in registers; the kernel's tables come from global memory a pair ahead); kCopy, every chunk reloaded by a
+// 1-D bulk copy once its last reader of the pair is done (WG0 chunks 0-3 of both tiles after its P·V; WG1 both
+// chunk 8 first, then 4-7, once both P·V are done), from a 456 MB image (each CTA pair its own copy a pair, as the
+// kernel's two head groups of a sequence), waited on per chunk before the S reads it (wide2: chunks 8 right after
+// the S; 0-3 by WG0 and 4-7 by WG1 after their own P·V, with kOrder 4-7 only after 0-3).
+// Outcome (H200, 2026-11-25): docs/NOTES.md, "A wide S over both tiles, probed"; bench/results/2026-11-25-wide-s-probe.
 // Both orders compute the same function on the same data flow (P(n) lands in chunk 8 of tile n's buffer, which S(n+2)
 // then reads as keys: synthetic, but the same in all), so their outputs are compared (they differ only by where the
 // softmax's running max is taken, i.e. P's bf16 rounding).
 // Method: one CTA per SM (132), `tiles` tiles each, clock64 around the loop on thread 0 of every CTA; median over the
 // CTAs, in cycles per tile and µs, and the kernel's time by events (median of 7 launches).
+// Tiles are stored interleaved by chunk (tile b's chunk c at (2c + b) · 8 KB) so that the wide S's B operand (128 rows)
+// spans both tiles with one descriptor; the other orders only address them differently.
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -DLATTE_HAVE_SM90A=1 -Isrc bench/probes/pair_order.cu
 //        -o pair_order     Run: ./pair_order [tiles=96]
 #include "../../tests/cuda_test_util.cuh"  // CK
@@ -40,10 +57,17 @@ using namespace latte::attention_detail;
 
 constexpr int kHeads = 64, kChunks = 9;
 constexpr uint32_t kChunkBytes = 64 * 128, kTileBytes = kChunks * kChunkBytes;
-constexpr uint32_t kQOff = 0, kKvOff = kTileBytes;  // Q [64][576], then two tiles [64][576]
-constexpr uint32_t kStatOff = 3 * kTileBytes;       // alpha [2][64], mx [2][64], l [64] (floats), then mbarriers
-constexpr uint32_t kBarOff = kStatOff + 5 * 64 * 4;
-constexpr size_t kSmemBytes = kBarOff + 64 + 1024;  // 7 mbarriers
+constexpr uint32_t kQOff = 0, kKvOff = kTileBytes;  // Q [64][576], then two tiles [64][576], chunk-interleaved
+constexpr uint32_t kP1Off = 3 * kTileBytes;          // wide2: P1 (and tile 1's scores before it); wide: the mail
+constexpr uint32_t kMailOff = kP1Off;                // wide: tile 1's scores, WG0 → WG1, [16 words][128 threads]
+constexpr uint32_t kStatOff = kP1Off + kChunkBytes;  // alpha [2][64], mx [2][64], l [64] (floats)
+constexpr uint32_t kBarOff = kStatOff + 5 * 64 * 4;  // 7 mbarriers, then full[buffer][chunk]
+constexpr size_t kSmemBytes = kBarOff + 256 + 1024;
+static_assert(7 * 8 + 2 * kChunks * 8 <= 256, "mbarriers fit");
+constexpr int kRot = 1, kCopy = 2, kOrder = 4;  // flags (kOrder: wide2's chunks 0-3 copied before 4-7)
+// named barriers (0 is __syncthreads): wide's hand-offs, and each warpgroup's own (seesaw's rotation)
+constexpr int kBarRot = 1, kBarHand = 2, kBarPVis = 3, kBarRel = 4, kBarWg = 5;
+__host__ __device__ constexpr uint32_t chunk_off(int buf, int c) { return kKvOff + (uint32_t)(2 * c + buf) * kChunkBytes; }
 static_assert(kSmemBytes <= 232448, "fits");
 
 __device__ __forceinline__ uint32_t hash32(uint32_t x) {
@@ -51,8 +75,46 @@ __device__ __forceinline__ uint32_t hash32(uint32_t x) {
     return x;
 }
 
-template <int kMode>
-__global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, unsigned long long *cycles, __nv_bfloat16 *out) {
+// the image the copies reload from: every CTA pair's copy for every pair holds the tiles' initial contents (below)
+__global__ void fill_image(uint32_t *img, size_t words_per_copy, size_t copies) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < words_per_copy * copies; i += (size_t)gridDim.x * blockDim.x) {
+        const uint32_t w = (uint32_t)(kKvOff / 4 + i % words_per_copy);
+        const uint32_t h = hash32(w * 2654435761u + 12345u);
+        const __nv_bfloat162 v = __floats2bfloat162_rn(((int)(h & 0xffff) - 32768) / 32768.f,
+                                                       ((int)(h >> 16) - 32768) / 32768.f);
+        img[i] = *reinterpret_cast<const uint32_t *>(&v);
+    }
+}
+
+// mbarrier wait with its spin loop inside one asm block (ptx::mbarrier_wait's C++ loop, unrolled between the S's wgmma
+// here, made ptxas serialize them: C7520)
+__device__ __forceinline__ void mbarrier_wait_asm(uint32_t bar, uint32_t parity) {
+#if LATTE_PTX_SM90A
+    asm volatile(
+        "{\n.reg .pred p;\nWAIT_%=:\nmbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra WAIT_%=;\n}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+#endif
+}
+
+// One thread's copy of `bytes` into shared memory at dst on mbarrier `bar` (expect-tx, then the bulk copy), as
+// predicated instructions: issued under `if (wtid == 0)`, a branch next to the S's waits, ptxas serialized every wgmma
+// (C7520)
+__device__ __forceinline__ void bulk_load_if(bool pred, uint32_t dst, const void *src, uint32_t bytes, uint32_t bar,
+                                             uint64_t policy) {
+#if LATTE_PTX_SM90A
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.u32 p, %5, 0;\n"
+        "@p mbarrier.arrive.expect_tx.shared::cta.b64 _, [%3], %2;\n"
+        "@p cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;\n}\n"
+        ::"r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(policy), "r"((uint32_t)pred)
+        : "memory");
+#endif
+}
+
+template <int kMode, int kFlags = 0>
+__global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, unsigned long long *cycles, __nv_bfloat16 *out,
+                                                     const unsigned char *img) {
 #if LATTE_PTX_SM90A
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const uint32_t raw_u32 = ptx::smem_u32(smem_raw);
@@ -64,7 +126,9 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
     const uint32_t bar_ready = base + kBarOff, bar_free0 = bar_ready + 8;  // P(n) ready; P slot s free (2)
     const uint32_t bar_x = bar_free0 + 16, bar_y = bar_x + 8, bar_z = bar_y + 8;  // staggered: m0/P0, m1/P1, P0 free
 
-    const int tid = threadIdx.x, wg = tid / 128, wtid = tid % 128, warp = wtid / 32, lane = tid % 32;
+    // wg through a shuffle: warp-uniform for ptxas, so that branches on it are not divergent paths (with wg = tid / 128,
+    // a spin loop of an mbarrier wait between wide's wgmma in WG0's branch made ptxas serialize them: C7520)
+    const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0), wtid = tid % 128, warp = wtid / 32, lane = tid % 32;
     const int g = lane / 4, t4 = lane % 4, r0 = 16 * warp + g, r1 = r0 + 8;
     // data: bf16 in [-1, 1), the same for every CTA (Q and both tiles)
     for (uint32_t i = tid; i < 3 * kTileBytes / 4; i += 256) {
@@ -81,18 +145,81 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
         ptx::mbarrier_init(bar_y, 128);
         ptx::mbarrier_init(bar_z, 128);
         ptx::mbarrier_init(bar_z + 8, 128);
+        for (int i = 0; i < 2 * kChunks; ++i) ptx::mbarrier_init(bar_ready + 56 + 8 * i, 1);  // full[chunk][buffer]
         ptx::fence_mbarrier_init();
     }
     ptx::fence_proxy_async_smem();
     __syncthreads();
 
     const uint64_t q_desc = ptx::wgmma_desc_sw128(base + kQOff, 16, 1024);
-    const auto k_desc = [&](int buf) { return ptx::wgmma_desc_sw128(base + kKvOff + buf * kTileBytes, 16, 1024); };
+    constexpr uint32_t kChunkStep = (2 * kChunkBytes) >> 4;  // a tile's next chunk, in descriptor units
+    const auto k_desc = [&](int buf) { return ptx::wgmma_desc_sw128(base + chunk_off(buf, 0), 16, 1024); };
     const auto p_desc = [&](int buf) {  // P of the tile in `buf`: its chunk 8
-        return ptx::wgmma_desc_sw128(base + kKvOff + buf * kTileBytes + 8 * kChunkBytes, 16, 1024);
+        return ptx::wgmma_desc_sw128(base + chunk_off(buf, 8), 16, 1024);
     };
     const auto v_desc = [&](int buf, int half) {  // latent columns [256 half, +256) of the tile in `buf`
-        return ptx::wgmma_desc_sw128(base + kKvOff + buf * kTileBytes + 4 * half * kChunkBytes, kChunkBytes, 1024);
+        return ptx::wgmma_desc_sw128(base + chunk_off(buf, 4 * half), 2 * kChunkBytes, 1024);
+    };
+    const int npairs = tiles / 2;
+    const auto full_bar = [&](int buf, int c) { return bar_ready + 56 + 8 * (2 * c + buf); };
+    // kCopy: chunk c of `buf` for pair q, from this CTA pair's copy q of the image
+    const uint64_t evict_first = ptx::l2_policy_evict_first();
+    const auto reload = [&](int buf, int c, int q) {  // by the warpgroup's thread 0
+        const unsigned char *src = img + ((size_t)(blockIdx.x / 2) * npairs + q) * (2 * kTileBytes) + (2 * c + buf) * kChunkBytes;
+        bulk_load_if(wtid == 0, base + chunk_off(buf, c), src, kChunkBytes, full_bar(buf, c), evict_first);
+    };
+    // kCopy: the releases of `pair`'s chunks once this warpgroup's P·V of it are done (WG0: chunks 0-3, which only its
+    // P·V reads; WG1: once WG0's are done too, both chunks 8 (P, read by both) first, then 4-7)
+    const auto release = [&](int pair, int role) {  // role: wg (a constant where the caller's branch knows it)
+        if (pair + 1 >= npairs) return;
+        if (role == 0) {
+#pragma unroll
+            for (int c = 0; c < 4; ++c) reload(0, c, pair + 1), reload(1, c, pair + 1);
+            ptx::named_bar_arrive(kBarRel, 256);
+        } else {
+            ptx::named_bar_sync(kBarRel, 256);
+            reload(0, 8, pair + 1), reload(1, 8, pair + 1);
+#pragma unroll
+            for (int c = 4; c < 8; ++c) reload(0, c, pair + 1), reload(1, c, pair + 1);
+        }
+    };
+    // kRot: the keys' rotation of chunk 8 of `buf` by one warpgroup as the kernel does it (rows wtid/4 and +32, unit
+    // pair (u, u + 4): rope dims i and i + 32), with this thread's tables
+    const int pe_row = wtid / 4, pe_u = wtid % 4;
+    const auto make_tables = [&](uint4 (&tab)[2][4]) {
+#pragma unroll
+        for (int k = 0; k < 2; ++k)
+        {
+                uint32_t cs[2][4], sn[2][4];
+#pragma unroll
+                for (int hi = 0; hi < 2; ++hi)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const float th = hash32((uint32_t)((pe_row + 32 * k) * 64 + 32 * hi + 8 * pe_u + 2 * e) + 777u) * 1.4629e-9f;
+                        const __nv_bfloat162 c2 = __floats2bfloat162_rn(__cosf(th), __cosf(th)), s2 = __floats2bfloat162_rn(__sinf(th), __sinf(th));
+                        cs[hi][e] = *reinterpret_cast<const uint32_t *>(&c2), sn[hi][e] = *reinterpret_cast<const uint32_t *>(&s2);
+                    }
+                tab[k][0] = make_uint4(cs[0][0], cs[0][1], cs[0][2], cs[0][3]);
+                tab[k][1] = make_uint4(cs[1][0], cs[1][1], cs[1][2], cs[1][3]);
+                tab[k][2] = make_uint4(sn[0][0], sn[0][1], sn[0][2], sn[0][3]);
+                tab[k][3] = make_uint4(sn[1][0], sn[1][1], sn[1][2], sn[1][3]);
+            }
+    };
+    const auto rotate_chunk = [&](int buf, const uint4 (&tab)[2][4]) {
+        unsigned char *chunk = smem + chunk_off(buf, 8);
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            const int row = pe_row + 32 * k;
+            uint4 *lo_ptr = reinterpret_cast<uint4 *>(chunk + row * 128 + ((pe_u ^ (row & 7)) << 4));
+            uint4 *hi_ptr = reinterpret_cast<uint4 *>(chunk + row * 128 + (((pe_u + 4) ^ (row & 7)) << 4));
+            uint4 x_lo = *lo_ptr, x_hi = *hi_ptr;
+            rotate_pair(x_lo.x, x_hi.x, tab[k][0].x, tab[k][1].x, tab[k][2].x, tab[k][3].x);
+            rotate_pair(x_lo.y, x_hi.y, tab[k][0].y, tab[k][1].y, tab[k][2].y, tab[k][3].y);
+            rotate_pair(x_lo.z, x_hi.z, tab[k][0].z, tab[k][1].z, tab[k][2].z, tab[k][3].z);
+            rotate_pair(x_lo.w, x_hi.w, tab[k][0].w, tab[k][1].w, tab[k][2].w, tab[k][3].w);
+            *lo_ptr = x_lo;
+            *hi_ptr = x_hi;
+        }
     };
     float s[32], o[128];
 #pragma unroll
@@ -110,13 +237,14 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
 #pragma unroll
             for (int kk = 0; kk < 4; ++kk)
                 ptx::wgmma_m64n64k16_ss(d, q_desc + (uint64_t)(c * (kChunkBytes >> 4)) + 2 * kk,
-                                        kd0 + (uint64_t)(c * (kChunkBytes >> 4)) + 2 * kk, c + kk > 0);
+                                        kd0 + (uint64_t)(c * kChunkStep) + 2 * kk, c + kk > 0);
         ptx::wgmma_commit();
     };
     const auto issue_s = [&](int buf) { issue_s_into(s, buf); };
-    const auto issue_pv = [&](int buf, int half) {
+    // O_half += P · V_half(buf), P at smem offset p_off (default: chunk 8 of buf)
+    const auto issue_pv = [&](int buf, int half, uint32_t p_off = 0) {
         ptx::wgmma_fence();
-        const uint64_t a = p_desc(buf), b = v_desc(buf, half);
+        const uint64_t a = p_off ? ptx::wgmma_desc_sw128(base + p_off, 16, 1024) : p_desc(buf), b = v_desc(buf, half);
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) ptx::wgmma_m64n256k16_ss_tb(o, a + 2 * kk, b + (uint64_t)(kk * (2048 >> 4)));
         ptx::wgmma_commit();
@@ -134,8 +262,9 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
     };
     const auto scores_max = [&](float &mx0, float &mx1) { scores_from_to(s, s, mx0, mx1); };
     // P = e^(s − m) rounded to bf16 into chunk 8 of `buf` (A-operand layout of the P·V); returns the rows' fp32 sums
-    const auto exp_store_from = [&](const float (&sc)[32], int buf, float m0, float m1, float &sum0, float &sum1) {
-        unsigned char *p_tile = smem + kKvOff + buf * kTileBytes + 8 * kChunkBytes;
+    const auto exp_store_from = [&](const float (&sc)[32], int buf, float m0, float m1, float &sum0, float &sum1,
+                                    uint32_t p_off = 0) {
+        unsigned char *p_tile = smem + (p_off ? p_off : chunk_off(buf, 8));
         const float sub0 = m0 * kLog2e, sub1 = m1 * kLog2e;
         sum0 = 0.f, sum1 = 0.f;
 #pragma unroll
@@ -176,8 +305,34 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
         __syncthreads();
     } else if (kMode == 0) {
         // seesaw: tile 2i in buffer 0 (WG0's S), 2i+1 in buffer 1 (WG1's S); both P·V per warpgroup per pair
-        for (int pair = 0; pair < tiles / 2; ++pair) {
-            issue_s(wg);
+        uint4 tab[2][4];
+        if (kFlags & kRot) make_tables(tab);
+        for (int pair = 0; pair < npairs; ++pair) {
+            if (kFlags & (kRot | kCopy)) {
+                // as the kernel: each chunk waited for; the own tile's chunk 8 rotated behind the 32 queued wgmma
+                // (as there, S zeroed and the chunk loop not unrolled: with the waits' spin loops unrolled between
+                // the wgmma, ptxas serialized them, C7520)
+#pragma unroll
+                for (int i = 0; i < 32; ++i) s[i] = 0.f;
+                ptx::wgmma_fence();
+                const uint64_t kd0 = k_desc(wg);
+#pragma unroll 1
+                for (int c = 0; c < kChunks; ++c) {
+                    if (kFlags & kCopy) mbarrier_wait_asm(full_bar(wg, c), (pair + 1) & 1);  // pair 0: parity 1 of a new barrier, passes
+                    if (c == 8 && (kFlags & kRot)) {
+                        rotate_chunk(wg, tab);
+                        ptx::fence_proxy_async_smem();
+                        ptx::named_bar_sync(kBarWg + wg, 128);
+                    }
+#pragma unroll
+                    for (int kk = 0; kk < 4; ++kk)
+                        ptx::wgmma_m64n64k16_ss(s, q_desc + (uint64_t)(c * (kChunkBytes >> 4)) + 2 * kk,
+                                                kd0 + (uint64_t)(c * kChunkStep) + 2 * kk);
+                }
+                ptx::wgmma_commit();
+            } else {
+                issue_s(wg);
+            }
             ptx::wgmma_wait<0>();
             float mx0, mx1;
             scores_max(mx0, mx1);
@@ -195,8 +350,244 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
             issue_pv(wg, wg);
             issue_pv(wg ^ 1, wg);
             ptx::wgmma_wait<0>();
+            if (kFlags & kCopy) release(pair, wg);
+            else if (kFlags & kRot) __syncthreads();  // the other P·V done with P before this chunk 8 is rotated
         }
         // the row sums: each warpgroup summed its own tiles' P
+        if (t4 == 0 && wg == 1) l_s[r0] = l0, l_s[r1] = l1;
+        __syncthreads();
+        if (wg == 0 && t4 == 0) l_s[r0] += l0, l_s[r1] += l1;
+        __syncthreads();
+    } else if (kMode == 4) {
+        // wide: WG0 the pair's S over both tiles (B = 128 rows: tile 0's chunk c and tile 1's, 8 KB apart), all
+        // scores and the rows' max; WG1 tile 1's softmax from WG0's rounded scores (and with kRot both rotations).
+        uint32_t *mail = reinterpret_cast<uint32_t *>(smem + kMailOff);
+        if (wg == 0) {
+            float sw[64];
+            for (int pair = 0; pair < npairs; ++pair) {
+                ptx::wgmma_fence();
+                const uint64_t kw = k_desc(0);
+                const auto chunk_wgmma = [&](int c) {
+#pragma unroll
+                    for (int kk = 0; kk < 4; ++kk)
+                        ptx::wgmma_m64n128k16_ss(sw, q_desc + (uint64_t)(c * (kChunkBytes >> 4)) + 2 * kk,
+                                                 kw + (uint64_t)(c * kChunkStep) + 2 * kk, c + kk > 0);
+                };
+#pragma unroll
+                for (int c = 0; c < 8; ++c) {
+                    if (kFlags & kCopy) {  // pair 0: parity 1 of a new barrier, passes
+                        mbarrier_wait_asm(full_bar(0, c), (pair + 1) & 1);
+                        mbarrier_wait_asm(full_bar(1, c), (pair + 1) & 1);
+                    }
+                    chunk_wgmma(c);
+                }
+                // chunk 8: WG1's P·V of the last pair done (P1 read; P0 may be written after this S), with kRot both
+                // chunks 8 rotated (WG1 waited for their copies)
+                ptx::named_bar_sync(kBarRot, 256);
+                if ((kFlags & kCopy) && !(kFlags & kRot)) {
+                    mbarrier_wait_asm(full_bar(0, 8), (pair + 1) & 1);
+                    mbarrier_wait_asm(full_bar(1, 8), (pair + 1) & 1);
+                }
+                chunk_wgmma(8);
+                ptx::wgmma_commit();
+                ptx::wgmma_wait<0>();
+                // sw[0..31]: tile 0 (columns 8j + 2t4, j < 8), sw[32..63]: tile 1
+#pragma unroll
+                for (int i = 0; i < 64; ++i) sw[i] = score_fast(sw[i], scale);
+                float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+                for (int j = 0; j < 16; ++j) mx0 = fmaxf(mx0, fmaxf(sw[4 * j], sw[4 * j + 1])), mx1 = fmaxf(mx1, fmaxf(sw[4 * j + 2], sw[4 * j + 3]));
+                mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+                mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+                mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+                mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+                const float m0 = fmaxf(M0, mx0), m1 = fmaxf(M1, mx1);
+                const float a0 = rescale_bf(M0, m0), a1 = rescale_bf(M1, m1);
+                M0 = m0, M1 = m1;
+                // tile 1's scores (bf16 values: exact as bf16x2) and the max, to WG1
+#pragma unroll
+                for (int i = 0; i < 16; ++i) {
+                    const __nv_bfloat162 v = __floats2bfloat162_rn(sw[32 + 2 * i], sw[33 + 2 * i]);
+                    mail[i * 128 + wtid] = *reinterpret_cast<const uint32_t *>(&v);
+                }
+                mx_s[r0] = m0, mx_s[r1] = m1;
+                ptx::named_bar_arrive(kBarHand, 256);
+                scale_o(a0, a1);
+                float sum0, sum1;
+                exp_store_from(*reinterpret_cast<const float(*)[32]>(sw), 0, m0, m1, sum0, sum1);
+                l0 = l0 * a0 + sum0, l1 = l1 * a1 + sum1;
+                ptx::fence_proxy_async_smem();
+                ptx::named_bar_sync(kBarPVis, 256);  // both P visible
+                issue_pv(0, 0);
+                issue_pv(1, 0);
+                ptx::wgmma_wait<0>();
+                if (kFlags & kCopy) release(pair, 0);
+                else if ((kFlags & kRot) && pair + 1 < npairs) ptx::named_bar_arrive(kBarRel, 256);  // WG1 may rotate
+            }
+        } else {
+            uint4 tab[2][4];
+            if (kFlags & kRot) make_tables(tab);
+            for (int pair = 0; pair < npairs; ++pair) {
+                if (kFlags & kRot) {
+                    if (kFlags & kCopy) {
+                        mbarrier_wait_asm(full_bar(0, 8), (pair + 1) & 1);
+                        mbarrier_wait_asm(full_bar(1, 8), (pair + 1) & 1);
+                    }
+                    rotate_chunk(0, tab);
+                    rotate_chunk(1, tab);
+                    ptx::fence_proxy_async_smem();
+                }
+                ptx::named_bar_arrive(kBarRot, 256);
+                ptx::named_bar_sync(kBarHand, 256);
+                float sc[32];
+#pragma unroll
+                for (int i = 0; i < 16; ++i) {
+                    const uint32_t w = mail[i * 128 + wtid];
+                    sc[2 * i] = __uint_as_float(w << 16), sc[2 * i + 1] = __uint_as_float(w & 0xffff0000u);
+                }
+                const float m0 = mx_s[r0], m1 = mx_s[r1];
+                const float a0 = rescale_bf(M0, m0), a1 = rescale_bf(M1, m1);
+                M0 = m0, M1 = m1;
+                scale_o(a0, a1);
+                float sum0, sum1;
+                exp_store_from(sc, 1, m0, m1, sum0, sum1);
+                l0 = l0 * a0 + sum0, l1 = l1 * a1 + sum1;
+                ptx::fence_proxy_async_smem();
+                ptx::named_bar_sync(kBarPVis, 256);
+                issue_pv(0, 1);
+                issue_pv(1, 1);
+                ptx::wgmma_wait<0>();
+                if (kFlags & kCopy) release(pair, 1);
+                else if ((kFlags & kRot) && pair + 1 < npairs) ptx::named_bar_sync(kBarRel, 256);  // WG0's P·V done
+            }
+        }
+        if (t4 == 0 && wg == 1) l_s[r0] = l0, l_s[r1] = l1;
+        __syncthreads();
+        if (wg == 0 && t4 == 0) l_s[r0] += l0, l_s[r1] += l1;
+        __syncthreads();
+    } else if (kMode == 5) {
+        // wide2: wide with Q's rope part in registers (RS wgmma for chunk 8), P0 in Q's chunk-8 slot and P1 in its own
+        // region, so both tiles' chunks 8 are free once the S is done: with kCopy WG0 releases them right then, they
+        // land during the softmax and P·V, and WG1 rotates them at the next pair's start while WG0 queues chunks 0-7.
+        // Chunks 0-3 are read by WG0's P·V only, 4-7 by WG1's: each releases its own, no hand-off.
+        constexpr uint32_t kP0Off = kQOff + 8 * kChunkBytes;
+        if (wg == 0) {
+            uint32_t qpe[4][4];  // Q's chunk 8 as RS A fragments: k-step kk, rows r0 / r1, dims 16kk + 2t4 (+8)
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk) {
+                const unsigned char *qc = smem + kP0Off;
+                qpe[kk][0] = *reinterpret_cast<const uint32_t *>(qc + r0 * 128 + (((2 * kk) ^ (r0 & 7)) << 4) + 4 * t4);
+                qpe[kk][1] = *reinterpret_cast<const uint32_t *>(qc + r1 * 128 + (((2 * kk) ^ (r1 & 7)) << 4) + 4 * t4);
+                qpe[kk][2] = *reinterpret_cast<const uint32_t *>(qc + r0 * 128 + (((2 * kk + 1) ^ (r0 & 7)) << 4) + 4 * t4);
+                qpe[kk][3] = *reinterpret_cast<const uint32_t *>(qc + r1 * 128 + (((2 * kk + 1) ^ (r1 & 7)) << 4) + 4 * t4);
+            }
+            __syncwarp();
+            ptx::named_bar_sync(kBarWg, 128);  // every Q fragment read before P0 overwrites the slot
+            float sw[64];
+            for (int pair = 0; pair < npairs; ++pair) {
+                ptx::wgmma_fence();
+                const uint64_t kw = k_desc(0);
+#pragma unroll
+                for (int c = 0; c < 8; ++c) {
+                    if (kFlags & kCopy) {  // pair 0: parity 1 of a new barrier, passes
+                        mbarrier_wait_asm(full_bar(0, c), (pair + 1) & 1);
+                        mbarrier_wait_asm(full_bar(1, c), (pair + 1) & 1);
+                    }
+#pragma unroll
+                    for (int kk = 0; kk < 4; ++kk)
+                        ptx::wgmma_m64n128k16_ss(sw, q_desc + (uint64_t)(c * (kChunkBytes >> 4)) + 2 * kk,
+                                                 kw + (uint64_t)(c * kChunkStep) + 2 * kk, c + kk > 0);
+                }
+                // chunk 8: WG1's P·V of the last pair done (P0's and P1's slots free), with kRot both chunks rotated
+                ptx::named_bar_sync(kBarRot, 256);
+                if ((kFlags & kCopy) && !(kFlags & kRot)) {
+                    mbarrier_wait_asm(full_bar(0, 8), (pair + 1) & 1);
+                    mbarrier_wait_asm(full_bar(1, 8), (pair + 1) & 1);
+                }
+#pragma unroll
+                for (int kk = 0; kk < 4; ++kk) ptx::wgmma_m64n128k16_rs(sw, qpe[kk], kw + (uint64_t)(8 * kChunkStep) + 2 * kk);
+                ptx::wgmma_commit();
+                ptx::wgmma_wait<0>();
+                if ((kFlags & kCopy) && pair + 1 < npairs) reload(0, 8, pair + 1), reload(1, 8, pair + 1);
+#pragma unroll
+                for (int i = 0; i < 64; ++i) sw[i] = score_fast(sw[i], scale);
+                float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+                for (int j = 0; j < 16; ++j) mx0 = fmaxf(mx0, fmaxf(sw[4 * j], sw[4 * j + 1])), mx1 = fmaxf(mx1, fmaxf(sw[4 * j + 2], sw[4 * j + 3]));
+                mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+                mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+                mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+                mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+                const float m0 = fmaxf(M0, mx0), m1 = fmaxf(M1, mx1);
+                const float a0 = rescale_bf(M0, m0), a1 = rescale_bf(M1, m1);
+                M0 = m0, M1 = m1;
+                // tile 1's rounded scores (bf16) where WG1 writes P1 over them: the same fragment positions
+                unsigned char *p1 = smem + kP1Off;
+#pragma unroll
+                for (int j = 0; j < 8; ++j) {
+                    *reinterpret_cast<__nv_bfloat162 *>(p1 + r0 * 128 + ((j ^ (r0 & 7)) << 4) + 4 * t4) = __floats2bfloat162_rn(sw[32 + 4 * j], sw[33 + 4 * j]);
+                    *reinterpret_cast<__nv_bfloat162 *>(p1 + r1 * 128 + ((j ^ (r1 & 7)) << 4) + 4 * t4) = __floats2bfloat162_rn(sw[34 + 4 * j], sw[35 + 4 * j]);
+                }
+                mx_s[r0] = m0, mx_s[r1] = m1;
+                ptx::named_bar_arrive(kBarHand, 256);
+                scale_o(a0, a1);
+                float sum0, sum1;
+                exp_store_from(*reinterpret_cast<const float(*)[32]>(sw), 0, m0, m1, sum0, sum1, kP0Off);
+                l0 = l0 * a0 + sum0, l1 = l1 * a1 + sum1;
+                ptx::fence_proxy_async_smem();
+                ptx::named_bar_sync(kBarPVis, 256);  // both P visible
+                issue_pv(0, 0, kP0Off);
+                issue_pv(1, 0, kP1Off);
+                ptx::wgmma_wait<0>();
+                if ((kFlags & kCopy) && pair + 1 < npairs) {
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) reload(0, c, pair + 1), reload(1, c, pair + 1);
+                    if (kFlags & kOrder) ptx::named_bar_arrive(kBarRel, 256);
+                }
+            }
+        } else {
+            uint4 tab[2][4];
+            if (kFlags & kRot) make_tables(tab);
+            for (int pair = 0; pair < npairs; ++pair) {
+                if (kFlags & kRot) {
+                    if (kFlags & kCopy) {  // released after the last S: landed during its softmax and P·V
+                        mbarrier_wait_asm(full_bar(0, 8), (pair + 1) & 1);
+                        mbarrier_wait_asm(full_bar(1, 8), (pair + 1) & 1);
+                    }
+                    rotate_chunk(0, tab);
+                    rotate_chunk(1, tab);
+                    ptx::fence_proxy_async_smem();
+                }
+                ptx::named_bar_arrive(kBarRot, 256);
+                ptx::named_bar_sync(kBarHand, 256);
+                unsigned char *p1 = smem + kP1Off;
+                float sc[32];
+#pragma unroll
+                for (int j = 0; j < 8; ++j) {
+                    const uint32_t w0 = *reinterpret_cast<const uint32_t *>(p1 + r0 * 128 + ((j ^ (r0 & 7)) << 4) + 4 * t4);
+                    const uint32_t w1 = *reinterpret_cast<const uint32_t *>(p1 + r1 * 128 + ((j ^ (r1 & 7)) << 4) + 4 * t4);
+                    sc[4 * j] = __uint_as_float(w0 << 16), sc[4 * j + 1] = __uint_as_float(w0 & 0xffff0000u);
+                    sc[4 * j + 2] = __uint_as_float(w1 << 16), sc[4 * j + 3] = __uint_as_float(w1 & 0xffff0000u);
+                }
+                const float m0 = mx_s[r0], m1 = mx_s[r1];
+                const float a0 = rescale_bf(M0, m0), a1 = rescale_bf(M1, m1);
+                M0 = m0, M1 = m1;
+                scale_o(a0, a1);
+                float sum0, sum1;
+                exp_store_from(sc, 1, m0, m1, sum0, sum1, kP1Off);
+                l0 = l0 * a0 + sum0, l1 = l1 * a1 + sum1;
+                ptx::fence_proxy_async_smem();
+                ptx::named_bar_sync(kBarPVis, 256);
+                issue_pv(0, 1, kP0Off);
+                issue_pv(1, 1, kP1Off);
+                ptx::wgmma_wait<0>();
+                if ((kFlags & kCopy) && pair + 1 < npairs) {
+                    if (kFlags & kOrder) ptx::named_bar_sync(kBarRel, 256);  // after WG0's chunks 0-3, which the S reads first
+#pragma unroll
+                    for (int c = 4; c < 8; ++c) reload(0, c, pair + 1), reload(1, c, pair + 1);
+                }
+            }
+        }
         if (t4 == 0 && wg == 1) l_s[r0] = l0, l_s[r1] = l1;
         __syncthreads();
         if (wg == 0 && t4 == 0) l_s[r0] += l0, l_s[r1] += l1;
@@ -315,14 +706,14 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
 #endif
 }
 
-template <int kMode>
-static void run(const char *name, int tiles, int grid, int clock_khz, std::vector<float> &result) {
+template <int kMode, int kFlags = 0>
+static void run(const char *name, int tiles, int grid, int clock_khz, std::vector<float> &result, const unsigned char *img) {
     unsigned long long *d_cycles;
     __nv_bfloat16 *d_out;
     const size_t out_elems = (size_t)grid * kHeads * 512;
     CK(cudaMalloc(&d_cycles, grid * sizeof(unsigned long long)));
     CK(cudaMalloc(&d_out, out_elems * sizeof(__nv_bfloat16)));
-    CK(cudaFuncSetAttribute(pair_probe<kMode>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBytes));
+    CK(cudaFuncSetAttribute(pair_probe<kMode, kFlags>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBytes));
     const float scale = 1.f / sqrtf(192.f);
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
@@ -331,7 +722,7 @@ static void run(const char *name, int tiles, int grid, int clock_khz, std::vecto
     std::vector<unsigned long long> cyc(grid), all;
     for (int rep = 0; rep < 8; ++rep) {
         CK(cudaEventRecord(e0));
-        pair_probe<kMode><<<grid, 256, kSmemBytes>>>(tiles, scale, d_cycles, d_out);
+        pair_probe<kMode, kFlags><<<grid, 256, kSmemBytes>>>(tiles, scale, d_cycles, d_out, img);
         CK(cudaEventRecord(e1));
         CK(cudaGetLastError());
         CK(cudaEventSynchronize(e1));
@@ -346,7 +737,7 @@ static void run(const char *name, int tiles, int grid, int clock_khz, std::vecto
     std::sort(ms.begin(), ms.end());
     std::sort(all.begin(), all.end());
     const double med_cyc = (double)all[all.size() / 2];
-    printf("%-8s tiles %d, %d CTAs: kernel %.1f us (median of 7); loop %.0f cycles median over CTAs (min %llu, max %llu): "
+    printf("%-20s tiles %d, %d CTAs: kernel %.1f us (median of 7); loop %.0f cycles median over CTAs (min %llu, max %llu): "
            "%.0f cycles a tile, %.0f a pair; at the %.0f MHz clock %.1f us; tensor work a pair 4352 cycles\n",
            name, tiles, grid, ms[ms.size() / 2] * 1e3, med_cyc, all.front(), all.back(), med_cyc / tiles,
            2 * med_cyc / tiles, clock_khz / 1e3, med_cyc / (clock_khz * 1e-3));
@@ -358,6 +749,7 @@ static void run(const char *name, int tiles, int grid, int clock_khz, std::vecto
     CK(cudaFree(d_out));
 }
 
+#ifndef PROBE_MAIN_ONLY_COMPILE
 int main(int argc, char **argv) {
     const int tiles = argc > 1 ? atoi(argv[1]) : 96;
     if (tiles < 2 || tiles % 2) {
@@ -370,36 +762,69 @@ int main(int argc, char **argv) {
     CK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
     printf("pair_order: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
     const int grid = prop.multiProcessorCount;
-    std::vector<float> seesaw, split;
-    std::vector<float> stagger;
+    // the copies' image: a copy of both tiles per CTA pair and pair (as many bytes as the kernel's cache at
+    // 64 · tiles tokens for grid / 2 sequences)
+    const size_t copies = (size_t)((grid + 1) / 2) * (tiles / 2), words = 2 * kTileBytes / 4;
+    unsigned char *d_img;
+    CK(cudaMalloc(&d_img, copies * words * 4));
+    fill_image<<<1024, 256>>>(reinterpret_cast<uint32_t *>(d_img), words, copies);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    printf("image %.0f MB\n", copies * words * 4 / 1e6);
+    std::vector<float> seesaw, split, stagger, wide;
+    std::vector<float> seesaw_r, wide_r, seesaw_c, wide_c, seesaw_rc, wide_rc, wide2, wide2_r, wide2_c, wide2_rc, wide2_co, wide2_rco;
     for (int round = 0; round < 2; ++round) {
-        run<0>("seesaw", tiles, grid, clock_khz, seesaw);
-        run<1>("split", tiles, grid, clock_khz, split);
-        run<2>("stagger", tiles, grid, clock_khz, stagger);
+        run<0>("seesaw", tiles, grid, clock_khz, seesaw, d_img);
+        run<4>("wide", tiles, grid, clock_khz, wide, d_img);
+        run<0, kRot>("seesaw+rot", tiles, grid, clock_khz, seesaw_r, d_img);
+        run<4, kRot>("wide+rot", tiles, grid, clock_khz, wide_r, d_img);
+        run<0, kCopy>("seesaw+copy", tiles, grid, clock_khz, seesaw_c, d_img);
+        run<4, kCopy>("wide+copy", tiles, grid, clock_khz, wide_c, d_img);
+        run<0, kRot | kCopy>("seesaw+rot+copy", tiles, grid, clock_khz, seesaw_rc, d_img);
+        run<4, kRot | kCopy>("wide+rot+copy", tiles, grid, clock_khz, wide_rc, d_img);
+        run<5>("wide2", tiles, grid, clock_khz, wide2, d_img);
+        run<5, kRot>("wide2+rot", tiles, grid, clock_khz, wide2_r, d_img);
+        run<5, kCopy>("wide2+copy", tiles, grid, clock_khz, wide2_c, d_img);
+        run<5, kRot | kCopy>("wide2+rot+copy", tiles, grid, clock_khz, wide2_rc, d_img);
+        run<5, kCopy | kOrder>("wide2+copy+order", tiles, grid, clock_khz, wide2_co, d_img);
+        run<5, kRot | kCopy | kOrder>("wide2+rot+copy+order", tiles, grid, clock_khz, wide2_rco, d_img);
     }
+    run<1>("split", tiles, grid, clock_khz, split, d_img);
+    run<2>("stagger", tiles, grid, clock_khz, stagger, d_img);
     std::vector<float> no_softmax;
-    run<3>("no-smax", tiles, grid, clock_khz, no_softmax);
-    // the orders against the seesaw: the same function up to P's rounding against another running max
+    run<3>("no-smax", tiles, grid, clock_khz, no_softmax, d_img);
+    CK(cudaFree(d_img));
+    // each order against the seesaw with the same flags: the same function up to P's rounding against another running
+    // max (split, stagger) or the S's summation order (wide)
     int status = 0;
-    for (const std::vector<float> *other : {&split, &stagger}) {
+    struct Cmp { const char *name; const std::vector<float> *ref, *other; };
+    const Cmp cmps[] = {{"split", &seesaw, &split}, {"stagger", &seesaw, &stagger}, {"wide", &seesaw, &wide},
+                        {"wide+rot", &seesaw_r, &wide_r}, {"wide+copy", &seesaw_c, &wide_c},
+                        {"wide+rot+copy", &seesaw_rc, &wide_rc}, {"wide2+copy", &seesaw_c, &wide2_c},
+                        {"wide2+rot+copy", &seesaw_rc, &wide2_rc}, {"wide2+copy+order", &seesaw_c, &wide2_co},
+                        {"wide2+rot+copy+order", &seesaw_rc, &wide2_rco}};
+    // (wide2 without copies is not compared: its tiles' chunks 8 keep their keys where the others' hold P)
+    for (const Cmp &cmp : cmps) {
+        const std::vector<float> &ref = *cmp.ref, &other = *cmp.other;
         double max_ref = 0, max_diff = 0, sum_sq = 0, sum_sq_ref = 0;
         size_t bad = 0, nonfinite = 0;
-        for (size_t i = 0; i < seesaw.size(); ++i) {
-            const float b = (*other)[i];
-            if (!std::isfinite(seesaw[i]) || !std::isfinite(b)) {
+        for (size_t i = 0; i < ref.size(); ++i) {
+            const float b = other[i];
+            if (!std::isfinite(ref[i]) || !std::isfinite(b)) {
                 ++nonfinite;
                 continue;
             }
-            const double d = fabs((double)seesaw[i] - b);
-            max_ref = std::max(max_ref, (double)fabs(seesaw[i]));
+            const double d = fabs((double)ref[i] - b);
+            max_ref = std::max(max_ref, (double)fabs(ref[i]));
             max_diff = std::max(max_diff, d);
-            sum_sq += d * d, sum_sq_ref += (double)seesaw[i] * seesaw[i];
-            if (d > 2e-2 * fabs(seesaw[i]) + 2e-3) ++bad;
+            sum_sq += d * d, sum_sq_ref += (double)ref[i] * ref[i];
+            if (d > 2e-2 * fabs(ref[i]) + 2e-3) ++bad;
         }
-        printf("%s against seesaw: max|o| %.4g, max|diff| %.3g, rms diff / rms o %.3g, %zu of %zu past 2e-2·|o| + 2e-3, "
-               "%zu non-finite\n", other == &split ? "split" : "stagger", max_ref, max_diff,
-               sqrt(sum_sq / std::max(sum_sq_ref, 1e-30)), bad, seesaw.size(), nonfinite);
+        printf("%s against the seesaw: max|o| %.4g, max|diff| %.3g, rms diff / rms o %.3g, %zu of %zu past 2e-2·|o| + 2e-3, "
+               "%zu non-finite\n", cmp.name, max_ref, max_diff, sqrt(sum_sq / std::max(sum_sq_ref, 1e-30)), bad, ref.size(),
+               nonfinite);
         if (nonfinite || max_ref == 0 || sqrt(sum_sq / std::max(sum_sq_ref, 1e-30)) > 1e-2) status = 1;
     }
     return status;
 }
+#endif

@@ -318,9 +318,9 @@ __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t a_de
 
 // The K-major wgmma shapes of the projection GEMM (gemm_sm90.cu): both operands stored [rows][k] in the 128-byte
 // swizzle, B's rows being N (the weight rows of a tile).
-// D (64x128 fp32, 64 per thread) += A (64x16 bf16, K-major, smem desc) · B (16x128 bf16, K-major i.e. stored
-// [n][k], smem desc). Fragment as for m64n32k16 (j = 0..15).
-__device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t a_desc, uint64_t b_desc) {
+// D (64x128 fp32, 64 per thread) = A (64x16 bf16, K-major, smem desc) · B (16x128 bf16, K-major i.e. stored
+// [n][k], smem desc), + D where `accumulate` (scale-d) is nonzero. Fragment as for m64n32k16 (j = 0..15).
+__device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t a_desc, uint64_t b_desc, int accumulate) {
 #if LATTE_PTX_SM90A
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
@@ -339,10 +339,14 @@ __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t a_d
                    "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]),
                    "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
                    "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-                 : "l"(a_desc), "l"(b_desc), "r"(1));  // scale-d = 1: D += A·B
+                 : "l"(a_desc), "l"(b_desc), "r"(accumulate));
 #else
-    (void)d, (void)a_desc, (void)b_desc;
+    (void)d, (void)a_desc, (void)b_desc, (void)accumulate;
 #endif
+}
+// D (64x128 fp32) += A · B, as above.
+__device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t a_desc, uint64_t b_desc) {
+    wgmma_m64n128k16_ss(d, a_desc, b_desc, 1);
 }
 
 // D (64x128 fp32, 64 per thread) += A (64x16 bf16 from registers) · B (16x128 bf16, K-major i.e. stored [n][k], smem
