@@ -64,7 +64,8 @@ constexpr uint32_t kStatOff = kP1Off + kChunkBytes;  // alpha [2][64], mx [2][64
 constexpr uint32_t kBarOff = kStatOff + 5 * 64 * 4;  // 7 mbarriers, then full[buffer][chunk]
 constexpr size_t kSmemBytes = kBarOff + 256 + 1024;
 static_assert(7 * 8 + 2 * kChunks * 8 <= 256, "mbarriers fit");
-constexpr int kRot = 1, kCopy = 2, kOrder = 4;  // flags (kOrder: wide2's chunks 0-3 copied before 4-7)
+constexpr int kRot = 1, kCopy = 2, kOrder = 4, kL2 = 8;  // flags (kOrder: wide2's chunks 0-3 copied before 4-7;
+                                                         // kL2: every copy from the image's first copy, L2-resident)
 // named barriers (0 is __syncthreads): wide's hand-offs, and each warpgroup's own (seesaw's rotation)
 constexpr int kBarRot = 1, kBarHand = 2, kBarPVis = 3, kBarRel = 4, kBarWg = 5;
 __host__ __device__ constexpr uint32_t chunk_off(int buf, int c) { return kKvOff + (uint32_t)(2 * c + buf) * kChunkBytes; }
@@ -165,7 +166,8 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
     // kCopy: chunk c of `buf` for pair q, from this CTA pair's copy q of the image
     const uint64_t evict_first = ptx::l2_policy_evict_first();
     const auto reload = [&](int buf, int c, int q) {  // by the warpgroup's thread 0
-        const unsigned char *src = img + ((size_t)(blockIdx.x / 2) * npairs + q) * (2 * kTileBytes) + (2 * c + buf) * kChunkBytes;
+        const size_t copy = (kFlags & kL2) ? 0 : (size_t)(blockIdx.x / 2) * npairs + q;
+        const unsigned char *src = img + copy * (2 * kTileBytes) + (2 * c + buf) * kChunkBytes;
         bulk_load_if(wtid == 0, base + chunk_off(buf, c), src, kChunkBytes, full_bar(buf, c), evict_first);
     };
     // kCopy: the releases of `pair`'s chunks once this warpgroup's P·V of it are done (WG0: chunks 0-3, which only its
@@ -773,6 +775,7 @@ int main(int argc, char **argv) {
     printf("image %.0f MB\n", copies * words * 4 / 1e6);
     std::vector<float> seesaw, split, stagger, wide;
     std::vector<float> seesaw_r, wide_r, seesaw_c, wide_c, seesaw_rc, wide_rc, wide2, wide2_r, wide2_c, wide2_rc, wide2_co, wide2_rco;
+    std::vector<float> seesaw_cl, wide_cl, seesaw_rcl, wide_rcl;
     for (int round = 0; round < 2; ++round) {
         run<0>("seesaw", tiles, grid, clock_khz, seesaw, d_img);
         run<4>("wide", tiles, grid, clock_khz, wide, d_img);
@@ -788,6 +791,10 @@ int main(int argc, char **argv) {
         run<5, kRot | kCopy>("wide2+rot+copy", tiles, grid, clock_khz, wide2_rc, d_img);
         run<5, kCopy | kOrder>("wide2+copy+order", tiles, grid, clock_khz, wide2_co, d_img);
         run<5, kRot | kCopy | kOrder>("wide2+rot+copy+order", tiles, grid, clock_khz, wide2_rco, d_img);
+        run<0, kCopy | kL2>("seesaw+copyL2", tiles, grid, clock_khz, seesaw_cl, d_img);
+        run<4, kCopy | kL2>("wide+copyL2", tiles, grid, clock_khz, wide_cl, d_img);
+        run<0, kRot | kCopy | kL2>("seesaw+rot+copyL2", tiles, grid, clock_khz, seesaw_rcl, d_img);
+        run<4, kRot | kCopy | kL2>("wide+rot+copyL2", tiles, grid, clock_khz, wide_rcl, d_img);
     }
     run<1>("split", tiles, grid, clock_khz, split, d_img);
     run<2>("stagger", tiles, grid, clock_khz, stagger, d_img);
@@ -802,7 +809,8 @@ int main(int argc, char **argv) {
                         {"wide+rot", &seesaw_r, &wide_r}, {"wide+copy", &seesaw_c, &wide_c},
                         {"wide+rot+copy", &seesaw_rc, &wide_rc}, {"wide2+copy", &seesaw_c, &wide2_c},
                         {"wide2+rot+copy", &seesaw_rc, &wide2_rc}, {"wide2+copy+order", &seesaw_c, &wide2_co},
-                        {"wide2+rot+copy+order", &seesaw_rc, &wide2_rco}};
+                        {"wide2+rot+copy+order", &seesaw_rc, &wide2_rco}, {"wide+copyL2", &seesaw_cl, &wide_cl},
+                        {"wide+rot+copyL2", &seesaw_rcl, &wide_rcl}};
     // (wide2 without copies is not compared: its tiles' chunks 8 keep their keys where the others' hold P)
     for (const Cmp &cmp : cmps) {
         const std::vector<float> &ref = *cmp.ref, &other = *cmp.other;
