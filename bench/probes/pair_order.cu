@@ -472,6 +472,8 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
         // region, so both tiles' chunks 8 are free once the S is done: with kCopy WG0 releases them right then, they
         // land during the softmax and P·V, and WG1 rotates them at the next pair's start while WG0 queues chunks 0-7.
         // Chunks 0-3 are read by WG0's P·V only, 4-7 by WG1's: each releases its own, no hand-off.
+        // Its scores, softmax and rotation repeat wide's in place on purpose: moved into lambdas shared by both orders,
+        // the same operations ran 1-5% slower (bench/results/2026-11-25-wide-s-probe, call 6).
         constexpr uint32_t kP0Off = kQOff + 8 * kChunkBytes;
         if (wg == 0) {
             uint32_t qpe[4][4];  // Q's chunk 8 as RS A fragments: k-step kk, rows r0 / r1, dims 16kk + 2t4 (+8)
