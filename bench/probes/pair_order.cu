@@ -64,8 +64,9 @@ constexpr uint32_t kStatOff = kP1Off + kChunkBytes;  // alpha [2][64], mx [2][64
 constexpr uint32_t kBarOff = kStatOff + 5 * 64 * 4;  // 7 mbarriers, then full[buffer][chunk]
 constexpr size_t kSmemBytes = kBarOff + 256 + 1024;
 static_assert(7 * 8 + 2 * kChunks * 8 <= 256, "mbarriers fit");
-constexpr int kRot = 1, kCopy = 2, kOrder = 4, kL2 = 8;  // flags (kOrder: wide2's chunks 0-3 copied before 4-7;
-                                                         // kL2: every copy from the image's first copy, L2-resident)
+constexpr int kRot = 1, kCopy = 2, kOrder = 4, kL2 = 8, kFine = 16;  // flags (kOrder: wide2's chunks 0-3 copied
+// before 4-7; kL2: every copy from the image's first copy, L2-resident; kFine: the seesaw's releases as the library
+// kernel's: each warpgroup's own tile's chunks once its first P·V is done, and WG1's S reading chunks 4-7 first)
 // named barriers (0 is __syncthreads): wide's hand-offs, and each warpgroup's own (seesaw's rotation)
 constexpr int kBarRot = 1, kBarHand = 2, kBarPVis = 3, kBarRel = 4, kBarWg = 5;
 __host__ __device__ constexpr uint32_t chunk_off(int buf, int c) { return kKvOff + (uint32_t)(2 * c + buf) * kChunkBytes; }
@@ -319,7 +320,8 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
                 ptx::wgmma_fence();
                 const uint64_t kd0 = k_desc(wg);
 #pragma unroll 1
-                for (int c = 0; c < kChunks; ++c) {
+                for (int i = 0; i < kChunks; ++i) {
+                    const int c = (kFlags & kFine) && wg == 1 && i < 8 ? (i + 4) % 8 : i;
                     if (kFlags & kCopy) mbarrier_wait_asm(full_bar(wg, c), (pair + 1) & 1);  // pair 0: parity 1 of a new barrier, passes
                     if (c == 8 && (kFlags & kRot)) {
                         rotate_chunk(wg, tab);
@@ -351,9 +353,24 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
             __syncthreads();  // both P visible; the maxima read
             issue_pv(wg, wg);
             issue_pv(wg ^ 1, wg);
+            if ((kFlags & kFine) && pair + 1 < npairs) {
+                // the own tile's P·V done first: its half of that buffer (WG0 chunks 0-3 of buffer 0, WG1 4-7 of 1)
+                ptx::wgmma_wait<1>();
+#pragma unroll
+                for (int c = 0; c < 4; ++c) reload(wg, 4 * wg + c, pair + 1);
+                ptx::wgmma_wait<0>();
+#pragma unroll
+                for (int c = 0; c < 4; ++c) reload(wg ^ 1, 4 * wg + c, pair + 1);
+                if (wg == 0) {
+                    ptx::named_bar_arrive(kBarRel, 256);
+                } else {  // the chunks 8 (P) once both warpgroups' P·V are done
+                    ptx::named_bar_sync(kBarRel, 256);
+                    reload(0, 8, pair + 1), reload(1, 8, pair + 1);
+                }
+            }
             ptx::wgmma_wait<0>();
-            if (kFlags & kCopy) release(pair, wg);
-            else if (kFlags & kRot) __syncthreads();  // the other P·V done with P before this chunk 8 is rotated
+            if ((kFlags & kCopy) && !(kFlags & kFine)) release(pair, wg);
+            else if ((kFlags & kRot) && !(kFlags & kCopy)) __syncthreads();  // the other P·V done with P before this chunk 8 is rotated
         }
         // the row sums: each warpgroup summed its own tiles' P
         if (t4 == 0 && wg == 1) l_s[r0] = l0, l_s[r1] = l1;
@@ -422,9 +439,18 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
                 ptx::named_bar_sync(kBarPVis, 256);  // both P visible
                 issue_pv(0, 0);
                 issue_pv(1, 0);
+                if ((kFlags & kFine) && pair + 1 < npairs) {  // tile 0's chunks 0-3 once P0·V0_L is done, then tile 1's
+                    ptx::wgmma_wait<1>();
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) reload(0, c, pair + 1);
+                    ptx::wgmma_wait<0>();
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) reload(1, c, pair + 1);
+                    ptx::named_bar_arrive(kBarRel, 256);
+                }
                 ptx::wgmma_wait<0>();
-                if (kFlags & kCopy) release(pair, 0);
-                else if ((kFlags & kRot) && pair + 1 < npairs) ptx::named_bar_arrive(kBarRel, 256);  // WG1 may rotate
+                if ((kFlags & kCopy) && !(kFlags & kFine)) release(pair, 0);
+                else if ((kFlags & kRot) && !(kFlags & kCopy) && pair + 1 < npairs) ptx::named_bar_arrive(kBarRel, 256);  // WG1 may rotate
             }
         } else {
             uint4 tab[2][4];
@@ -456,11 +482,26 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
                 l0 = l0 * a0 + sum0, l1 = l1 * a1 + sum1;
                 ptx::fence_proxy_async_smem();
                 ptx::named_bar_sync(kBarPVis, 256);
-                issue_pv(0, 1);
-                issue_pv(1, 1);
+                if (kFlags & kFine) {  // its own tile's P·V first: tile 1's chunks 4-7, then tile 0's, then both chunks 8
+                    issue_pv(1, 1);
+                    issue_pv(0, 1);
+                    if (pair + 1 < npairs) {
+                        ptx::wgmma_wait<1>();
+#pragma unroll
+                        for (int c = 4; c < 8; ++c) reload(1, c, pair + 1);
+                        ptx::wgmma_wait<0>();
+#pragma unroll
+                        for (int c = 4; c < 8; ++c) reload(0, c, pair + 1);
+                        ptx::named_bar_sync(kBarRel, 256);
+                        reload(0, 8, pair + 1), reload(1, 8, pair + 1);
+                    }
+                } else {
+                    issue_pv(0, 1);
+                    issue_pv(1, 1);
+                }
                 ptx::wgmma_wait<0>();
-                if (kFlags & kCopy) release(pair, 1);
-                else if ((kFlags & kRot) && pair + 1 < npairs) ptx::named_bar_sync(kBarRel, 256);  // WG0's P·V done
+                if ((kFlags & kCopy) && !(kFlags & kFine)) release(pair, 1);
+                else if ((kFlags & kRot) && !(kFlags & kCopy) && pair + 1 < npairs) ptx::named_bar_sync(kBarRel, 256);  // WG0's P·V done
             }
         }
         if (t4 == 0 && wg == 1) l_s[r0] = l0, l_s[r1] = l1;
@@ -777,7 +818,7 @@ int main(int argc, char **argv) {
     printf("image %.0f MB\n", copies * words * 4 / 1e6);
     std::vector<float> seesaw, split, stagger, wide;
     std::vector<float> seesaw_r, wide_r, seesaw_c, wide_c, seesaw_rc, wide_rc, wide2, wide2_r, wide2_c, wide2_rc, wide2_co, wide2_rco;
-    std::vector<float> seesaw_cl, wide_cl, seesaw_rcl, wide_rcl;
+    std::vector<float> seesaw_cl, wide_cl, seesaw_rcl, wide_rcl, seesaw_cf, seesaw_rcf, wide_cf, wide_rcf;
     for (int round = 0; round < 2; ++round) {
         run<0>("seesaw", tiles, grid, clock_khz, seesaw, d_img);
         run<4>("wide", tiles, grid, clock_khz, wide, d_img);
@@ -797,6 +838,10 @@ int main(int argc, char **argv) {
         run<4, kCopy | kL2>("wide+copyL2", tiles, grid, clock_khz, wide_cl, d_img);
         run<0, kRot | kCopy | kL2>("seesaw+rot+copyL2", tiles, grid, clock_khz, seesaw_rcl, d_img);
         run<4, kRot | kCopy | kL2>("wide+rot+copyL2", tiles, grid, clock_khz, wide_rcl, d_img);
+        run<0, kCopy | kFine>("seesaw+copy+fine", tiles, grid, clock_khz, seesaw_cf, d_img);
+        run<0, kRot | kCopy | kFine>("seesaw+rot+copy+fine", tiles, grid, clock_khz, seesaw_rcf, d_img);
+        run<4, kCopy | kFine>("wide+copy+fine", tiles, grid, clock_khz, wide_cf, d_img);
+        run<4, kRot | kCopy | kFine>("wide+rot+copy+fine", tiles, grid, clock_khz, wide_rcf, d_img);
     }
     run<1>("split", tiles, grid, clock_khz, split, d_img);
     run<2>("stagger", tiles, grid, clock_khz, stagger, d_img);
@@ -812,7 +857,9 @@ int main(int argc, char **argv) {
                         {"wide+rot+copy", &seesaw_rc, &wide_rc}, {"wide2+copy", &seesaw_c, &wide2_c},
                         {"wide2+rot+copy", &seesaw_rc, &wide2_rc}, {"wide2+copy+order", &seesaw_c, &wide2_co},
                         {"wide2+rot+copy+order", &seesaw_rc, &wide2_rco}, {"wide+copyL2", &seesaw_cl, &wide_cl},
-                        {"wide+rot+copyL2", &seesaw_rcl, &wide_rcl}};
+                        {"wide+rot+copyL2", &seesaw_rcl, &wide_rcl}, {"seesaw+copy+fine", &seesaw_c, &seesaw_cf},
+                        {"seesaw+rot+copy+fine", &seesaw_rc, &seesaw_rcf}, {"wide+copy+fine", &seesaw_cf, &wide_cf},
+                        {"wide+rot+copy+fine", &seesaw_rcf, &wide_rcf}};
     // (wide2 without copies is not compared: its tiles' chunks 8 keep their keys where the others' hold P)
     for (const Cmp &cmp : cmps) {
         const std::vector<float> &ref = *cmp.ref, &other = *cmp.other;
