@@ -224,6 +224,16 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
             *hi_ptr = x_hi;
         }
     };
+    // the wide orders' WG1 (kRot): both tiles' chunks 8 rotated, with kCopy once landed
+    const auto rotate_both = [&](int pair, const uint4 (&tab)[2][4]) {
+        if (kFlags & kCopy) {
+            mbarrier_wait_asm(full_bar(0, 8), (pair + 1) & 1);
+            mbarrier_wait_asm(full_bar(1, 8), (pair + 1) & 1);
+        }
+        rotate_chunk(0, tab);
+        rotate_chunk(1, tab);
+        ptx::fence_proxy_async_smem();
+    };
     float s[32], o[128];
 #pragma unroll
     for (int i = 0; i < 32; ++i) s[i] = 0.f;
@@ -264,6 +274,18 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
     };
     const auto scores_max = [&](float &mx0, float &mx1) { scores_from_to(s, s, mx0, mx1); };
+    // the wide orders' WG0: both tiles' 64 scores rounded in place, the rows' max over both
+    const auto scores64_max = [&](float (&sw)[64], float &mx0, float &mx1) {
+#pragma unroll
+        for (int i = 0; i < 64; ++i) sw[i] = score_fast(sw[i], scale);
+        mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < 16; ++j) mx0 = fmaxf(mx0, fmaxf(sw[4 * j], sw[4 * j + 1])), mx1 = fmaxf(mx1, fmaxf(sw[4 * j + 2], sw[4 * j + 3]));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    };
     // P = e^(s − m) rounded to bf16 into chunk 8 of `buf` (A-operand layout of the P·V); returns the rows' fp32 sums
     const auto exp_store_from = [&](const float (&sc)[32], int buf, float m0, float m1, float &sum0, float &sum1,
                                     uint32_t p_off = 0) {
@@ -411,15 +433,8 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
                 ptx::wgmma_commit();
                 ptx::wgmma_wait<0>();
                 // sw[0..31]: tile 0 (columns 8j + 2t4, j < 8), sw[32..63]: tile 1
-#pragma unroll
-                for (int i = 0; i < 64; ++i) sw[i] = score_fast(sw[i], scale);
-                float mx0 = -INFINITY, mx1 = -INFINITY;
-#pragma unroll
-                for (int j = 0; j < 16; ++j) mx0 = fmaxf(mx0, fmaxf(sw[4 * j], sw[4 * j + 1])), mx1 = fmaxf(mx1, fmaxf(sw[4 * j + 2], sw[4 * j + 3]));
-                mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-                mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-                mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-                mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+                float mx0, mx1;
+                scores64_max(sw, mx0, mx1);
                 const float m0 = fmaxf(M0, mx0), m1 = fmaxf(M1, mx1);
                 const float a0 = rescale_bf(M0, m0), a1 = rescale_bf(M1, m1);
                 M0 = m0, M1 = m1;
@@ -457,13 +472,7 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
             if (kFlags & kRot) make_tables(tab);
             for (int pair = 0; pair < npairs; ++pair) {
                 if (kFlags & kRot) {
-                    if (kFlags & kCopy) {
-                        mbarrier_wait_asm(full_bar(0, 8), (pair + 1) & 1);
-                        mbarrier_wait_asm(full_bar(1, 8), (pair + 1) & 1);
-                    }
-                    rotate_chunk(0, tab);
-                    rotate_chunk(1, tab);
-                    ptx::fence_proxy_async_smem();
+                    rotate_both(pair, tab);
                 }
                 ptx::named_bar_arrive(kBarRot, 256);
                 ptx::named_bar_sync(kBarHand, 256);
@@ -513,8 +522,9 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
         // region, so both tiles' chunks 8 are free once the S is done: with kCopy WG0 releases them right then, they
         // land during the softmax and P·V, and WG1 rotates them at the next pair's start while WG0 queues chunks 0-7.
         // Chunks 0-3 are read by WG0's P·V only, 4-7 by WG1's: each releases its own, no hand-off.
-        // Its scores, softmax and rotation repeat wide's in place on purpose: moved into lambdas shared by both orders,
-        // the same operations ran 1-5% slower (bench/results/2026-11-25-wide-s-probe, call 6).
+        // Its softmax and P·V repeat wide's in place on purpose: in a lambda shared by both orders (P's offsets chosen
+        // at run time) the same operations ran 1-5% slower (bench/results/2026-11-25-wide-s-probe, call 6); the
+        // scores' rounding and the rotation are shared (scores64_max, rotate_both: every row unchanged, call 11).
         constexpr uint32_t kP0Off = kQOff + 8 * kChunkBytes;
         if (wg == 0) {
             uint32_t qpe[4][4];  // Q's chunk 8 as RS A fragments: k-step kk, rows r0 / r1, dims 16kk + 2t4 (+8)
@@ -554,15 +564,8 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
                 ptx::wgmma_commit();
                 ptx::wgmma_wait<0>();
                 if ((kFlags & kCopy) && pair + 1 < npairs) reload(0, 8, pair + 1), reload(1, 8, pair + 1);
-#pragma unroll
-                for (int i = 0; i < 64; ++i) sw[i] = score_fast(sw[i], scale);
-                float mx0 = -INFINITY, mx1 = -INFINITY;
-#pragma unroll
-                for (int j = 0; j < 16; ++j) mx0 = fmaxf(mx0, fmaxf(sw[4 * j], sw[4 * j + 1])), mx1 = fmaxf(mx1, fmaxf(sw[4 * j + 2], sw[4 * j + 3]));
-                mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-                mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-                mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-                mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+                float mx0, mx1;
+                scores64_max(sw, mx0, mx1);
                 const float m0 = fmaxf(M0, mx0), m1 = fmaxf(M1, mx1);
                 const float a0 = rescale_bf(M0, m0), a1 = rescale_bf(M1, m1);
                 M0 = m0, M1 = m1;
@@ -595,13 +598,7 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
             if (kFlags & kRot) make_tables(tab);
             for (int pair = 0; pair < npairs; ++pair) {
                 if (kFlags & kRot) {
-                    if (kFlags & kCopy) {  // released after the last S: landed during its softmax and P·V
-                        mbarrier_wait_asm(full_bar(0, 8), (pair + 1) & 1);
-                        mbarrier_wait_asm(full_bar(1, 8), (pair + 1) & 1);
-                    }
-                    rotate_chunk(0, tab);
-                    rotate_chunk(1, tab);
-                    ptx::fence_proxy_async_smem();
+                    rotate_both(pair, tab);  // wide2: both chunks 8 landed during the last softmax and P·V
                 }
                 ptx::named_bar_arrive(kBarRot, 256);
                 ptx::named_bar_sync(kBarHand, 256);
