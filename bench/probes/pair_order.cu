@@ -28,6 +28,9 @@
 // kernel's two head groups of a sequence), waited on per chunk before the S reads it (wide2: chunks 8 right after
 // the S; 0-3 by WG0 and 4-7 by WG1 after their own P·V, with kOrder 4-7 only after 0-3).
 // Outcome (H200, 2026-11-25): docs/NOTES.md, "A wide S over both tiles, probed"; bench/results/2026-11-25-wide-s-probe.
+// Modes `softmax` and `early8` (argv[2]; the seesaw only): the softmax's instruction mix (kNoRnd, kNoExp, kPoly,
+// kIntRnd) and buffer 1's k_pe chunk reloaded after S1 and rotated during the P·V (kEarly8); outcome in NOTES, "The
+// pair's softmax instructions and an early k_pe reload, probed"; bench/results/2026-11-25-softmax-early8-probe.
 // Both orders compute the same function on the same data flow (P(n) lands in chunk 8 of tile n's buffer, which S(n+2)
 // then reads as keys: synthetic, but the same in all), so their outputs are compared (they differ only by where the
 // softmax's running max is taken, i.e. P's bf16 rounding).
@@ -36,7 +39,7 @@
 // Tiles are stored interleaved by chunk (tile b's chunk c at (2c + b) · 8 KB) so that the wide S's B operand (128 rows)
 // spans both tiles with one descriptor; the other orders only address them differently.
 // Build: nvcc -O3 -std=c++17 -gencode=arch=compute_90a,code=sm_90a -DLATTE_HAVE_SM90A=1 -Isrc bench/probes/pair_order.cu
-//        -o pair_order     Run: ./pair_order [tiles=96]
+//        -o pair_order     Run: ./pair_order [tiles=96] [softmax|early8]
 #include "../../tests/cuda_test_util.cuh"  // CK
 
 #include "cuda/mla_attention_common.cuh"
@@ -48,6 +51,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <algorithm>
 #include <vector>
@@ -64,6 +68,12 @@ constexpr uint32_t kStatOff = kP1Off + kChunkBytes;  // alpha [2][64], mx [2][64
 constexpr uint32_t kBarOff = kStatOff + 5 * 64 * 4;  // 7 mbarriers, then full[buffer][chunk]
 constexpr size_t kSmemBytes = kBarOff + 256 + 1024;
 static_assert(7 * 8 + 2 * kChunks * 8 <= 256, "mbarriers fit");
+// kEarly8 (seesaw): tile 1's P in a region of its own (as the library kernel's P1), so buffer 1's k_pe chunk is free
+// once S1 is done: WG1 then reloads it at once (kCopy) and rotates it (kRot) while its P·V run, not behind its next S
+constexpr int kEarly8 = 512;
+constexpr int kNoRnd = 32, kNoExp = 64, kPoly = 128, kIntRnd = 256;  // the softmax's instruction mix (seesaw): kNoRnd
+// scores not rounded, kNoExp no MUFU.EX2 (both timing only: wrong values); kPoly every other exponential by an FMA
+// polynomial, kIntRnd the scores' bf16 roundings by integer round-to-nearest-even instead of F2FP (both correct)
 constexpr int kRot = 1, kCopy = 2, kOrder = 4, kL2 = 8, kFine = 16;  // flags (kOrder: wide2's chunks 0-3 copied
 // before 4-7; kL2: every copy from the image's first copy, L2-resident; kFine: the seesaw's releases as the library
 // kernel's: each warpgroup's own tile's chunks once its first P·V is done, and WG1's S reading chunks 4-7 first)
@@ -75,6 +85,27 @@ static_assert(kSmemBytes <= 232448, "fits");
 __device__ __forceinline__ uint32_t hash32(uint32_t x) {
     x ^= x >> 16, x *= 0x7feb352du, x ^= x >> 15, x *= 0x846ca68bu, x ^= x >> 16;
     return x;
+}
+
+// bf16(x) as a float by integer round-to-nearest-even (finite x and ±inf; NaN not kept): the INT pipe's 3 instructions
+// instead of one F2FP, whose pipe the softmax's exponentials' and P's packing share or not (kIntRnd asks)
+__device__ __forceinline__ float bf16_round_int(float x) {
+    uint32_t u = __float_as_uint(x);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return __uint_as_float(u & 0xffff0000u);
+}
+// 2^x for x <= 0 on the FMA pipe (kPoly): x = j + f, j the nearest integer (the 1.5·2^23 shift), f in [-1/2, 1/2],
+// 2^f by its degree-5 Taylor polynomial (relative error <= 2.4e-6, below a bf16 P's half step of 2^-9), j into the
+// exponent by an integer add; below 2^-127 it is 0 (as ex2.approx.ftz)
+__device__ __forceinline__ float poly_exp2(float x) {
+    x = fmaxf(x, -127.f);
+    const float t = x + 12582912.f, f = x - (t - 12582912.f);
+    float p = fmaf(1.3333558e-3f, f, 9.6181291e-3f);
+    p = fmaf(p, f, 5.5504109e-2f);
+    p = fmaf(p, f, 2.4022651e-1f);
+    p = fmaf(p, f, 6.9314718e-1f);
+    p = fmaf(p, f, 1.f);
+    return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
 }
 
 // the image the copies reload from: every CTA pair's copy for every pair holds the tiles' initial contents (below)
@@ -264,7 +295,10 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
     };
     const auto scores_from_to = [&](const float (&acc)[32], float (&sc)[32], float &mx0, float &mx1) {
 #pragma unroll
-        for (int i = 0; i < 32; ++i) sc[i] = score_fast(acc[i], scale);
+        for (int i = 0; i < 32; ++i)
+            sc[i] = (kFlags & kNoRnd)    ? acc[i] * scale
+                    : (kFlags & kIntRnd) ? bf16_round_int(bf16_round_int(acc[i]) * scale)
+                                         : score_fast(acc[i], scale);
         mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
         for (int j = 0; j < 8; ++j) mx0 = fmaxf(mx0, fmaxf(sc[4 * j], sc[4 * j + 1])), mx1 = fmaxf(mx1, fmaxf(sc[4 * j + 2], sc[4 * j + 3]));
@@ -294,8 +328,11 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
         sum0 = 0.f, sum1 = 0.f;
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
-            const float e0 = fast_exp2(fmaf(sc[4 * j], kLog2e, -sub0)), e1 = fast_exp2(fmaf(sc[4 * j + 1], kLog2e, -sub0));
-            const float e2 = fast_exp2(fmaf(sc[4 * j + 2], kLog2e, -sub1)), e3 = fast_exp2(fmaf(sc[4 * j + 3], kLog2e, -sub1));
+            const auto ex = [](float x, bool odd) {
+                return (kFlags & kNoExp) ? x : ((kFlags & kPoly) && odd) ? poly_exp2(x) : fast_exp2(x);
+            };
+            const float e0 = ex(fmaf(sc[4 * j], kLog2e, -sub0), false), e1 = ex(fmaf(sc[4 * j + 1], kLog2e, -sub0), true);
+            const float e2 = ex(fmaf(sc[4 * j + 2], kLog2e, -sub1), false), e3 = ex(fmaf(sc[4 * j + 3], kLog2e, -sub1), true);
             sum0 += e0 + e1, sum1 += e2 + e3;
             *reinterpret_cast<__nv_bfloat162 *>(p_tile + r0 * 128 + ((j ^ (r0 & 7)) << 4) + 4 * t4) = __floats2bfloat162_rn(e0, e1);
             *reinterpret_cast<__nv_bfloat162 *>(p_tile + r1 * 128 + ((j ^ (r1 & 7)) << 4) + 4 * t4) = __floats2bfloat162_rn(e2, e3);
@@ -332,6 +369,13 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
         // seesaw: tile 2i in buffer 0 (WG0's S), 2i+1 in buffer 1 (WG1's S); both P·V per warpgroup per pair
         uint4 tab[2][4];
         if (kFlags & kRot) make_tables(tab);
+        constexpr bool early8 = (kFlags & kEarly8) != 0;
+        const uint32_t my_p_off = early8 && wg == 1 ? kP1Off : 0;  // where this warpgroup's P goes
+        if (early8 && (kFlags & kRot) && wg == 1) {  // pair 0's tile 1: rotated before the loop, as a previous pair would
+            rotate_chunk(1, tab);
+            ptx::fence_proxy_async_smem();
+            ptx::named_bar_sync(kBarWg + 1, 128);
+        }
         for (int pair = 0; pair < npairs; ++pair) {
             if (kFlags & (kRot | kCopy)) {
                 // as the kernel: each chunk waited for; the own tile's chunk 8 rotated behind the 32 queued wgmma
@@ -344,8 +388,10 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
 #pragma unroll 1
                 for (int i = 0; i < kChunks; ++i) {
                     const int c = (kFlags & kFine) && wg == 1 && i < 8 ? (i + 4) % 8 : i;
-                    if (kFlags & kCopy) mbarrier_wait_asm(full_bar(wg, c), (pair + 1) & 1);  // pair 0: parity 1 of a new barrier, passes
-                    if (c == 8 && (kFlags & kRot)) {
+                    // (early8: WG1's chunk 8 was waited for and rotated in the previous pair)
+                    if ((kFlags & kCopy) && !(early8 && wg == 1 && c == 8))
+                        mbarrier_wait_asm(full_bar(wg, c), (pair + 1) & 1);  // pair 0: parity 1 of a new barrier, passes
+                    if (c == 8 && (kFlags & kRot) && !(early8 && wg == 1)) {
                         rotate_chunk(wg, tab);
                         ptx::fence_proxy_async_smem();
                         ptx::named_bar_sync(kBarWg + wg, 128);
@@ -360,6 +406,7 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
                 issue_s(wg);
             }
             ptx::wgmma_wait<0>();
+            if (early8 && (kFlags & kCopy) && wg == 1 && pair + 1 < npairs) reload(1, 8, pair + 1);  // read by S1: free
             float mx0, mx1;
             scores_max(mx0, mx1);
             mx_s[wg * 64 + r0] = mx0, mx_s[wg * 64 + r1] = mx1;
@@ -369,12 +416,20 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
             M0 = m0, M1 = m1;
             scale_o(a0, a1);
             float sum0, sum1;
-            exp_store(wg, m0, m1, sum0, sum1);
+            exp_store_from(s, wg, m0, m1, sum0, sum1, my_p_off);
             l0 = l0 * a0 + sum0, l1 = l1 * a1 + sum1;
             ptx::fence_proxy_async_smem();
             __syncthreads();  // both P visible; the maxima read
-            issue_pv(wg, wg);
-            issue_pv(wg ^ 1, wg);
+            issue_pv(wg, wg, early8 && wg == 1 ? kP1Off : 0);
+            issue_pv(wg ^ 1, wg, early8 && wg == 0 ? kP1Off : 0);
+            if (early8 && wg == 1 && pair + 1 < npairs) {  // the next tile 1's k_pe chunk, while the P·V run
+                if (kFlags & kCopy) mbarrier_wait_asm(full_bar(1, 8), pair & 1);  // pair + 1's phase
+                if (kFlags & kRot) {
+                    rotate_chunk(1, tab);
+                    ptx::fence_proxy_async_smem();
+                    ptx::named_bar_sync(kBarWg + 1, 128);
+                }
+            }
             if ((kFlags & kFine) && pair + 1 < npairs) {
                 // the own tile's P·V done first: its half of that buffer (WG0 chunks 0-3 of buffer 0, WG1 4-7 of 1)
                 ptx::wgmma_wait<1>();
@@ -387,7 +442,8 @@ __global__ void __launch_bounds__(256, 1) pair_probe(int tiles, float scale, uns
                     ptx::named_bar_arrive(kBarRel, 256);
                 } else {  // the chunks 8 (P) once both warpgroups' P·V are done
                     ptx::named_bar_sync(kBarRel, 256);
-                    reload(0, 8, pair + 1), reload(1, 8, pair + 1);
+                    reload(0, 8, pair + 1);
+                    if (!early8) reload(1, 8, pair + 1);
                 }
             }
             ptx::wgmma_wait<0>();
@@ -813,6 +869,72 @@ int main(int argc, char **argv) {
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
     printf("image %.0f MB\n", copies * words * 4 / 1e6);
+    if (argc > 2 && !strcmp(argv[2], "early8")) {  // WG1's k_pe chunk reloaded after S1 and rotated during the P·V
+        std::vector<float> r[8];
+        for (int round = 0; round < 3; ++round) {
+            run<0, kRot>("seesaw+rot", tiles, grid, clock_khz, r[0], d_img);
+            run<0, kRot | kEarly8>("seesaw+rot+early8", tiles, grid, clock_khz, r[1], d_img);
+            run<0, kCopy | kFine>("copy+fine", tiles, grid, clock_khz, r[2], d_img);
+            run<0, kCopy | kFine | kEarly8>("copy+fine+early8", tiles, grid, clock_khz, r[3], d_img);
+            run<0, kRot | kCopy | kFine>("cal", tiles, grid, clock_khz, r[4], d_img);
+            run<0, kRot | kCopy | kFine | kEarly8>("cal+early8", tiles, grid, clock_khz, r[5], d_img);
+            run<0, kRot | kCopy | kFine | kL2>("cal+L2", tiles, grid, clock_khz, r[6], d_img);
+            run<0, kRot | kCopy | kFine | kL2 | kEarly8>("cal+L2+early8", tiles, grid, clock_khz, r[7], d_img);
+        }
+        CK(cudaFree(d_img));
+        // with copies the data flow is the same (every chunk reloaded; P only read): the outputs must agree
+        int status = 0;
+        const int pairs[][2] = {{2, 3}, {4, 5}, {6, 7}};
+        for (const auto &pr : pairs) {
+            const std::vector<float> &ref = r[pr[0]], &other = r[pr[1]];
+            double sum_sq = 0, sum_sq_ref = 0, max_diff = 0;
+            size_t nonfinite = 0;
+            for (size_t i = 0; i < ref.size(); ++i) {
+                if (!std::isfinite(ref[i]) || !std::isfinite(other[i])) { ++nonfinite; continue; }
+                const double d = fabs((double)ref[i] - other[i]);
+                max_diff = std::max(max_diff, d), sum_sq += d * d, sum_sq_ref += (double)ref[i] * ref[i];
+            }
+            const double rel = sqrt(sum_sq / std::max(sum_sq_ref, 1e-30));
+            printf("variant %d against %d: max|diff| %.3g, rms diff / rms o %.3g, %zu non-finite\n", pr[1], pr[0], max_diff, rel, nonfinite);
+            if (nonfinite || rel > 1e-2) status = 1;
+        }
+        return status;
+    }
+    if (argc > 2 && !strcmp(argv[2], "softmax")) {  // the softmax's instruction mix, resident and calibrated
+        std::vector<float> r[12];
+        for (int round = 0; round < 2; ++round) {
+            run<0>("seesaw", tiles, grid, clock_khz, r[0], d_img);
+            run<0, kNoRnd>("seesaw-rnd", tiles, grid, clock_khz, r[1], d_img);
+            run<0, kNoExp>("seesaw-exp", tiles, grid, clock_khz, r[2], d_img);
+            run<0, kPoly>("seesaw+poly", tiles, grid, clock_khz, r[3], d_img);
+            run<0, kIntRnd>("seesaw+intrnd", tiles, grid, clock_khz, r[4], d_img);
+            run<0, kPoly | kIntRnd>("seesaw+poly+intrnd", tiles, grid, clock_khz, r[5], d_img);
+            constexpr int kCal = kRot | kCopy | kFine;
+            run<0, kCal>("cal", tiles, grid, clock_khz, r[6], d_img);
+            run<0, kCal | kNoRnd>("cal-rnd", tiles, grid, clock_khz, r[7], d_img);
+            run<0, kCal | kNoExp>("cal-exp", tiles, grid, clock_khz, r[8], d_img);
+            run<0, kCal | kPoly>("cal+poly", tiles, grid, clock_khz, r[9], d_img);
+            run<0, kCal | kIntRnd>("cal+intrnd", tiles, grid, clock_khz, r[10], d_img);
+            run<0, kCal | kPoly | kIntRnd>("cal+poly+intrnd", tiles, grid, clock_khz, r[11], d_img);
+        }
+        CK(cudaFree(d_img));
+        int status = 0;
+        const int pairs[][2] = {{0, 3}, {0, 4}, {0, 5}, {6, 9}, {6, 10}, {6, 11}};
+        for (const auto &pr : pairs) {
+            const std::vector<float> &ref = r[pr[0]], &other = r[pr[1]];
+            double sum_sq = 0, sum_sq_ref = 0, max_diff = 0;
+            size_t nonfinite = 0;
+            for (size_t i = 0; i < ref.size(); ++i) {
+                if (!std::isfinite(ref[i]) || !std::isfinite(other[i])) { ++nonfinite; continue; }
+                const double d = fabs((double)ref[i] - other[i]);
+                max_diff = std::max(max_diff, d), sum_sq += d * d, sum_sq_ref += (double)ref[i] * ref[i];
+            }
+            const double rel = sqrt(sum_sq / std::max(sum_sq_ref, 1e-30));
+            printf("variant %d against %d: max|diff| %.3g, rms diff / rms o %.3g, %zu non-finite\n", pr[1], pr[0], max_diff, rel, nonfinite);
+            if (nonfinite || rel > 1e-2) status = 1;
+        }
+        return status;
+    }
     std::vector<float> seesaw, split, stagger, wide;
     std::vector<float> seesaw_r, wide_r, seesaw_c, wide_c, seesaw_rc, wide_rc, wide2, wide2_r, wide2_c, wide2_rc, wide2_co, wide2_rco;
     std::vector<float> seesaw_cl, wide_cl, seesaw_rcl, wide_rcl, seesaw_cf, seesaw_rcf, wide_cf, wide_rcf;
