@@ -848,6 +848,21 @@ static void run(const char *name, int tiles, int grid, int clock_khz, std::vecto
 }
 
 #ifndef PROBE_MAIN_ONLY_COMPILE
+// variant `b` of r[] against variant `a`, element by element; 1 where they disagree past P's rounding (or not finite)
+static int compare_variants(const std::vector<float> *r, int a, int b) {
+    const std::vector<float> &ref = r[a], &other = r[b];
+    double sum_sq = 0, sum_sq_ref = 0, max_diff = 0;
+    size_t nonfinite = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+        if (!std::isfinite(ref[i]) || !std::isfinite(other[i])) { ++nonfinite; continue; }
+        const double d = fabs((double)ref[i] - other[i]);
+        max_diff = std::max(max_diff, d), sum_sq += d * d, sum_sq_ref += (double)ref[i] * ref[i];
+    }
+    const double rel = sqrt(sum_sq / std::max(sum_sq_ref, 1e-30));
+    printf("variant %d against %d: max|diff| %.3g, rms diff / rms o %.3g, %zu non-finite\n", b, a, max_diff, rel, nonfinite);
+    return nonfinite || rel > 1e-2 ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
     const int tiles = argc > 1 ? atoi(argv[1]) : 96;
     if (tiles < 2 || tiles % 2) {
@@ -885,19 +900,7 @@ int main(int argc, char **argv) {
         // with copies the data flow is the same (every chunk reloaded; P only read): the outputs must agree
         int status = 0;
         const int pairs[][2] = {{2, 3}, {4, 5}, {6, 7}};
-        for (const auto &pr : pairs) {
-            const std::vector<float> &ref = r[pr[0]], &other = r[pr[1]];
-            double sum_sq = 0, sum_sq_ref = 0, max_diff = 0;
-            size_t nonfinite = 0;
-            for (size_t i = 0; i < ref.size(); ++i) {
-                if (!std::isfinite(ref[i]) || !std::isfinite(other[i])) { ++nonfinite; continue; }
-                const double d = fabs((double)ref[i] - other[i]);
-                max_diff = std::max(max_diff, d), sum_sq += d * d, sum_sq_ref += (double)ref[i] * ref[i];
-            }
-            const double rel = sqrt(sum_sq / std::max(sum_sq_ref, 1e-30));
-            printf("variant %d against %d: max|diff| %.3g, rms diff / rms o %.3g, %zu non-finite\n", pr[1], pr[0], max_diff, rel, nonfinite);
-            if (nonfinite || rel > 1e-2) status = 1;
-        }
+        for (const auto &pr : pairs) status |= compare_variants(r, pr[0], pr[1]);
         return status;
     }
     if (argc > 2 && !strcmp(argv[2], "softmax")) {  // the softmax's instruction mix, resident and calibrated
@@ -920,19 +923,7 @@ int main(int argc, char **argv) {
         CK(cudaFree(d_img));
         int status = 0;
         const int pairs[][2] = {{0, 3}, {0, 4}, {0, 5}, {6, 9}, {6, 10}, {6, 11}};
-        for (const auto &pr : pairs) {
-            const std::vector<float> &ref = r[pr[0]], &other = r[pr[1]];
-            double sum_sq = 0, sum_sq_ref = 0, max_diff = 0;
-            size_t nonfinite = 0;
-            for (size_t i = 0; i < ref.size(); ++i) {
-                if (!std::isfinite(ref[i]) || !std::isfinite(other[i])) { ++nonfinite; continue; }
-                const double d = fabs((double)ref[i] - other[i]);
-                max_diff = std::max(max_diff, d), sum_sq += d * d, sum_sq_ref += (double)ref[i] * ref[i];
-            }
-            const double rel = sqrt(sum_sq / std::max(sum_sq_ref, 1e-30));
-            printf("variant %d against %d: max|diff| %.3g, rms diff / rms o %.3g, %zu non-finite\n", pr[1], pr[0], max_diff, rel, nonfinite);
-            if (nonfinite || rel > 1e-2) status = 1;
-        }
+        for (const auto &pr : pairs) status |= compare_variants(r, pr[0], pr[1]);
         return status;
     }
     std::vector<float> seesaw, split, stagger, wide;
