@@ -704,18 +704,24 @@ static void env_checks(void) {
                                "LATTE_MLA_ATTN_PREP", "LATTE_MLA_TUNE_WIDE", "LATTE_MLA_SPLIT_LONG",
                                "LATTE_MLA_UV_SM90"};
         const char *vals[] = {"0", "1", "no"};
-        for (int n = 0; n < (int)(sizeof names / sizeof names[0]); n++)
+        for (int n = 0; n < (int)(sizeof names / sizeof names[0]); n++) {
+            /* the caller's own setting of the switch (e.g. the sanitizer script's LATTE_MLA_TUNE_WIDE=0) is put back
+             * after, so the cases that follow run as asked */
+            char *caller = getenv(names[n]) ? strdup(getenv(names[n])) : NULL;
             for (int i = 0; i < 3; i++) {
                 setenv(names[n], vals[i], 1);
                 latte_mla_plan plan = NULL;
                 const latte_status st = latte_mla_plan_create(&plan, &cfg, &w, LATTE_BACKEND_CUDA, NULL);
-                unsetenv(names[n]);
+                if (caller) setenv(names[n], caller, 1);
+                else unsetenv(names[n]);
                 const latte_status want = i < 2 ? LATTE_STATUS_SUCCESS : LATTE_STATUS_INVALID_ARGUMENT;
                 CHECK(st == want && (st == LATTE_STATUS_SUCCESS || (plan == NULL && strstr(latte_last_error(), names[n]))),
                       "env %s=\"%s\": %s (%s), expected %s", names[n], vals[i], latte_status_string(st),
                       latte_last_error(), latte_status_string(want));
                 latte_mla_plan_destroy(plan);
             }
+            free(caller);
+        }
     }
     for (int i = 0; i < 5; i++) cudaFree(d[i]);
 }
