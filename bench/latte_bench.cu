@@ -8,6 +8,7 @@
  *   3. The MLA decode layer (DeepSeek-R1 sizes, batch 128) at cache lengths 512..6144, with a per-phase
  *      breakdown (latte_mla_run_with_events): first "len 512 untuned" (the projections' heuristic / default
  *      GEMM choices), then latte_mla_plan_tune once per plan (its choices printed) and every case tuned.
+ *      --batch LIST adds other batch sizes (serving batches: 512 / 2048 / 4096 and mixed lengths, each tuned).
  *
  * Method: every time is the median of many CUDA-graph replays bracketed by CUDA events, after warm-up.
  * Small operations are captured K times back to back in one graph (time / K), each call on another buffer
@@ -17,7 +18,7 @@
  * the SGLang and cuBLAS+FlashMLA figures are the H200 anchors of shared/anchors.md (not of this run) and are
  * labelled as such.
  *
- *   latte-bench [--json PATH] [--peers PATH] [--only mla|qknorm|ceilings] [--quick]
+ *   latte-bench [--json PATH] [--peers PATH] [--only mla|qknorm|ceilings] [--batch N[,N...]] [--quick]
  *   latte-bench --qknorm-probe [--json PATH] [--quick]: where QK norm's time goes against a copy (a ladder of
  *   probe kernels and the library's variants, LATTE_BENCH_PROBE_VARIANTS; see bench_qknorm_probe), ~15-25 s
  *   LATTE_BENCH_QKNORM_VARIANTS=1,2,3 latte-bench ...: the QK-norm table also per kernel variant
@@ -1364,10 +1365,18 @@ struct MlaSizes {
     }
 };
 
-static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, const JVal &peers, bool quick) {
+/* batch: the reference batch (128) runs every case below; any other batch (--batch) the serving cases a smaller batch
+ * has: equal lengths 512 / 2048 / 4096 and lengths uniform in [1, 8191], reference keys, tuned for that batch. The
+ * peers' figures (anchors.md, --peers) exist for batch 128 only. */
+static constexpr int64_t kMlaRefBatch = 128;
+
+static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, const JVal &peers, bool quick,
+                      int64_t batch) {
     const int reps = quick ? 20 : 50, phase_reps = quick ? 10 : 20;
-    const int64_t batch = 128, capacity = 8192;
-    const int64_t lens[] = {512, 1024, 2048, 4096, 6144};
+    const int64_t capacity = 8192;
+    const bool ref_batch = batch == kMlaRefBatch;
+    const std::vector<int64_t> lens = ref_batch ? std::vector<int64_t>{512, 1024, 2048, 4096, 6144}
+                                                : std::vector<int64_t>{512, 2048, 4096};
     latte_mla_config cfg = latte_mla_config_deepseek_r1();
     const MlaSizes z{cfg.dim, cfg.q_lora_rank, cfg.kv_lora_rank, cfg.rope_dim, cfg.nope_dim, cfg.v_dim, cfg.n_heads};
     const int64_t row = z.R + z.P;
@@ -1415,11 +1424,11 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
     enum LensKind { kEqual, kMixed, kSkewed };
     struct Run { latte_mla_key_convention conv; int64_t len; bool untuned; LensKind kind; bool mixed; };
     std::vector<Run> runs;
-    runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, 512, true, kEqual, false});
+    if (ref_batch) runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, 512, true, kEqual, false});
     for (int64_t L : lens) runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, L, false, kEqual, false});
     runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, capacity - 1, false, kMixed, true});
-    runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, capacity - 1, false, kSkewed, true});
-    runs.push_back({LATTE_MLA_KEYS_STORED_ROTATED, 4096, false, kEqual, false});
+    if (ref_batch) runs.push_back({LATTE_MLA_KEYS_ROTATED_AT_READ, capacity - 1, false, kSkewed, true});
+    if (ref_batch) runs.push_back({LATTE_MLA_KEYS_STORED_ROTATED, 4096, false, kEqual, false});
     const int64_t n_long = batch / 32 > 0 ? batch / 32 : 1;
 
     latte_mla_plan plan = nullptr;
@@ -1428,14 +1437,15 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
     for (size_t ri = 0; ri < runs.size() && st == LATTE_STATUS_SUCCESS; ri++) {
         const Run &r = runs[ri];
         const bool rot = r.conv == LATTE_MLA_KEYS_STORED_ROTATED;
-        char label[64];
+        char label[64], bprefix[16] = "";
+        if (!ref_batch) snprintf(bprefix, sizeof bprefix, "b%lld ", (long long)batch);
         if (r.kind == kMixed)
-            snprintf(label, sizeof label, "lens 1..%lld mixed", (long long)r.len);
+            snprintf(label, sizeof label, "%slens 1..%lld mixed", bprefix, (long long)r.len);
         else if (r.kind == kSkewed)
             snprintf(label, sizeof label, "lens %lldx%lld %lldx511", (long long)n_long, (long long)r.len,
                      (long long)(batch - n_long));
         else
-            snprintf(label, sizeof label, "len %lld%s%s", (long long)r.len, rot ? " stored-rotated" : "",
+            snprintf(label, sizeof label, "%slen %lld%s%s", bprefix, (long long)r.len, rot ? " stored-rotated" : "",
                      r.untuned ? " untuned" : "");
         if (plan_conv != (int)r.conv) {
             latte_mla_plan_destroy(plan);
@@ -1620,9 +1630,10 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
 
         char lkey[32];
         snprintf(lkey, sizeof lkey, "len%lld", (long long)r.len);
-        const double torch_ref = rot || r.mixed ? NAN : peer_number(peers, lkey, "torch_absorbed_us");
-        const double torch_rot = r.mixed ? NAN : peer_number(peers, lkey, "torch_absorbed_prerotated_us");
-        const double fm = r.mixed ? NAN : flashmla_anchor_us(r.len);
+        const bool peered = !r.mixed && ref_batch;  /* the peers were measured at batch 128 only */
+        const double torch_ref = rot || !peered ? NAN : peer_number(peers, lkey, "torch_absorbed_us");
+        const double torch_rot = !peered ? NAN : peer_number(peers, lkey, "torch_absorbed_prerotated_us");
+        const double fm = !peered ? NAN : flashmla_anchor_us(r.len);
 
         printf("mla %s: %.1f us (floor %.1f, x%.2f), %.2f TB/s, %.0f TFLOP/s%s | %s\n", label, t.us, floor_us,
                t.us / floor_us, tbps, tflops, t.graph ? "" : " [eager]", phase_line.c_str());
@@ -1666,11 +1677,13 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
 
 /* ---------------------------------------------------------------------------------------------- */
 static void usage(FILE *f) {
-    fprintf(f, "usage: latte-bench [--json PATH] [--peers PATH] [--only mla|qknorm|ceilings] [--quick]\n"
+    fprintf(f, "usage: latte-bench [--json PATH] [--peers PATH] [--only mla|qknorm|ceilings] [--batch N[,N...]] [--quick]\n"
                "       latte-bench --qknorm-probe [--json PATH] [--quick]\n"
                "  --json PATH    write the records as JSON\n"
                "  --peers PATH   JSON from the PyTorch oracle of the same GPU session (torch figures)\n"
                "  --only WHAT    ceilings are always measured; WHAT picks the operations (ceilings: none)\n"
+               "  --batch LIST   the MLA layer at these batch sizes (default 128, the reference batch: every case;\n"
+               "                 another batch: lengths 512 / 2048 / 4096 and mixed, tuned for it)\n"
                "  --quick        fewer repetitions\n"
                "  --qknorm-probe the QK-norm ladder (copy -> real kernel, fix candidates) instead of the operations\n");
 }
@@ -1678,11 +1691,24 @@ static void usage(FILE *f) {
 int main(int argc, char **argv) {
     const char *json_path = nullptr, *peers_path = nullptr, *only = nullptr;
     bool quick = false;
+    std::vector<int64_t> mla_batches;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
         else if (!strcmp(argv[i], "--peers") && i + 1 < argc) peers_path = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
+            for (const char *c = argv[++i]; *c;) {
+                char *end = nullptr;
+                const long long b = strtoll(c, &end, 10);
+                if (end == c || b < 1 || b > 4096 || (*end && *end != ',')) {
+                    fprintf(stderr, "latte-bench: --batch %s: a comma-separated list of batch sizes in 1..4096\n", argv[i]);
+                    return 2;
+                }
+                mla_batches.push_back(b);
+                c = *end ? end + 1 : end;
+            }
+        }
         else if (!strcmp(argv[i], "--qknorm-probe")) only = "qknorm-probe";
         else if (!strcmp(argv[i], "--qknorm-probe-child")) only = "qknorm-probe-child"; /* run by --qknorm-probe */
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
@@ -1730,7 +1756,9 @@ int main(int argc, char **argv) {
     if (!only || !strcmp(only, "qknorm")) bench_qknorm(s, dev, ceil, peers, quick);
     if (!only || !strcmp(only, "qknorm")) bench_qknorm_variants(quick);
     if (only && !strcmp(only, "qknorm-probe")) bench_qknorm_probe(s, dev, ceil, quick);
-    if (!only || !strcmp(only, "mla")) bench_mla(s, dev, ceil, peers, quick);
+    if (mla_batches.empty()) mla_batches.push_back(kMlaRefBatch);
+    if (!only || !strcmp(only, "mla"))
+        for (int64_t b : mla_batches) bench_mla(s, dev, ceil, peers, quick, b);
 
     /* the readable table comes last: the GPU tool shows only the tail of the output */
     printf("\n==== latte-bench: %s (%d SMs, L2 %.0f MB) ====\n", dev.name.c_str(), dev.sm_count, dev.l2_bytes / 1e6);

@@ -5,6 +5,7 @@ Runs on the GPU machine, from the repository root (after `make`):
 
     python3 scripts/oracle_check.py --out DIR [--sample 32] [--lens 128,512,1024,2048,4096,6144]
                                     [--oracle PATH] [--no-timing] [--seed N] [--cases a,b] [--flash]
+                                    [--batch 128] [--timing-lens 512,1024,2048,4096,6144]
 
 The oracle (shared/oracle/mla_oracle.py) is imported from --oracle, else from .carry/oracle/mla_oracle.py
 (the lead copies it there: the GPU machine cannot reach ../shared). latte is imported from python/ with
@@ -12,7 +13,7 @@ LATTE_LIBRARY defaulting to build/liblatte.so.
 
 Checks (every element; the reference check is |got - ref| <= 8e-3 + 2e-2 |ref|, NaN patterns equal):
   - rope tables: latte.rope_tables("bf16_reference") vs the oracle's, mismatching elements (must be 0);
-  - for each length L: make_inputs(128, L, seed) (the reference's draw), latte on the whole batch, the oracle's
+  - for each length L: make_inputs(batch, L, seed) (the reference's draw; batch 128 unless --batch), latte on the whole batch, the oracle's
     un-absorbed reference on `--sample` sequences (reference_rows: its GEMMs still at the whole batch's shape, which
     its rounding depends on; checked bit for bit against the oracle's reference_layer on a whole batch of short
     lengths): y misses (must be 0) and rel error; the cache: appended
@@ -23,7 +24,7 @@ Checks (every element; the reference check is |got - ref| <= 8e-3 + 2e-2 |ref|, 
   - --flash: PyTorch's absorbed pipeline also with a flash kernel's softmax rounding (flash_absorbed), and the errors
     of the short sequences apart.
 Timing (CUDA-graph replay, median, the oracle's bench_us): latte, PyTorch absorbed (both key conventions), the
-oracle's ceilings() and floor_us at 512..6144; QK norm latte vs torch.compile of the plain formula.
+oracle's ceilings() and floor_us at --timing-lens (default 512..6144) and --batch (default 128); QK norm latte vs torch.compile of the plain formula.
 Writes DIR/oracle_check.json and DIR/oracle_anchors.json; prints a summary table last; exits 1 if a check fails.
 """
 import argparse
@@ -130,11 +131,14 @@ def main():
     ap.add_argument("--no-timing", action="store_true")
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--timing-lens", default="512,1024,2048,4096,6144",
+                    help="the cache lengths timed (at --batch; the anchors.md figures are for batch 128)")
     ap.add_argument("--device", default="cuda", help=argparse.SUPPRESS)  # cpu: smoke test with a shrunk oracle
     ap.add_argument("--flash", action="store_true",
                     help="also run PyTorch's absorbed pipeline with a flash kernel's softmax rounding (flash_absorbed)")
     ap.add_argument("--cases", default="", help="run only the cases whose name holds one of these (comma-separated)")
     a = ap.parse_args()
+    timing_lens = [int(s) for s in a.timing_lens.split(",") if s]
     t_start = time.time()
 
     oracle_path = a.oracle or os.path.join(REPO, ".carry", "oracle", "mla_oracle.py")
@@ -353,11 +357,12 @@ def main():
             bw, peak = o.ceilings()
             anchors.update(copy_TBps=bw, gemm_TFLOPs=peak)
             log(f"ceilings: copy {bw:.2f} TB/s, bf16 GEMM {peak:.0f} TFLOP/s")
-            for L in (512, 1024, 2048, 4096, 6144):
-                W, x, cache, _ = o.make_inputs(128, L, 99 + L)
-                lens_t = torch.full((128,), L, dtype=torch.int32, device="cuda")
+            anchors["batch"] = a.batch
+            for L in timing_lens:
+                W, x, cache, _ = o.make_inputs(a.batch, L, 99 + L)
+                lens_t = torch.full((a.batch,), L, dtype=torch.int32, device="cuda")
                 ab = o.Absorbed(W)
-                row = dict(floor_us=o.floor_us(L, bw, peak))
+                row = dict(floor_us=o.floor_us(L, bw, peak, bs=a.batch))
                 row["torch_absorbed_us"] = o.bench_us(lambda: ab(x, cache, L, cos, sin), iters=a.iters)
                 row["torch_absorbed_prerotated_us"] = o.bench_us(lambda: ab(x, cache, L, cos, sin, keys_stored_rotated=True),
                                                                  iters=a.iters)
@@ -413,10 +418,10 @@ def main():
             f"{g('append_misses'):>6} {g('other_rows_changed'):>6} {g('torch_absorbed_misses'):>10} "
             f"{fe('torch_absorbed_rel_err'):>9} {r['seconds']:>5}" + (f"  {r['error']}" if "error" in r else ""))
     if not a.no_timing and "copy_TBps" in anchors:
-        log(f"timing (us, CUDA-graph replay, median): copy {anchors['copy_TBps']:.2f} TB/s, "
+        log(f"timing (us, CUDA-graph replay, median, batch {a.batch}): copy {anchors['copy_TBps']:.2f} TB/s, "
             f"GEMM {anchors['gemm_TFLOPs']:.0f} TFLOP/s")
         log(f"{'len':>6} {'floor':>7} {'latte':>8} {'torch':>8} {'latte prerot':>12} {'torch prerot':>12}")
-        for L in (512, 1024, 2048, 4096, 6144):
+        for L in timing_lens:
             r = anchors.get(f"len{L}")
             if r:
                 f = lambda v: f"{v:.1f}" if v is not None else "-"
