@@ -811,6 +811,8 @@ int main() {
         {"stored keys", 4, 128, 200, {200, 3, 130, 77}, false, 0, 0, 1.f, 1.f},
         {"invalid lengths", 4, 64, 100, {-1, 50, 101, 100}, true, 0, 0, 1.f, 1.f},
         {"batch 1 long (split)", 1, 128, 3000, {3000}, true, 0, 0, 1.f, 1.f},
+        // the whole capacity: the most splits a sequence gets (the combine takes them 16 at a time)
+        {"batch 1 at 8191 tokens (split)", 1, 128, 8191, {8191}, true, 0, 0, 1.f, 1.f},
         {"batch 2 split unequal", 2, 128, 2000, {1999, 700}, true, 0, 0, 1.f, 1.f},
         {"16 heads, padded strides", 3, 16, 150, {150, 20, 99}, true, 24, 8, 1.f, 1.f},
         {"80 heads, other magnitudes", 3, 80, 180, {180, 64, 0}, true, 0, 0, 3.f, 0.25f},
