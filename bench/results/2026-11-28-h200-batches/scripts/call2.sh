@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Call 2 (H200): the combine v2 (HEAD) against the tree before it (BASE_REV, default 92c7e7f, a git worktree), both built in this call:
+# Call 2 (H200): the combine v2 (the tree) against the tree before it (a copy with .carry/base's files over it: 92c7e7f's
+# src/cuda/mla_attention.cu; the device copy's git metadata is the session start's), both built in this call:
 # gpu_attention and gpu_mla quick on HEAD, bitcmp.py on both (y and the appended rows bit for bit), then ROUNDS (2)
 # interleaved rounds of latte-bench --only mla --quick --batch $BATCHES on each build. Logs into logs.tgz.
 set -u
 t0=$(date +%s)
 B=${BATCHES:-1,4,16}
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
-git worktree add -f /tmp/base ${BASE_REV:-92c7e7f} > /dev/null 2>&1 || { echo "worktree failed"; exit 1; }
-mkdir -p /tmp/base/.carry && cp -r .carry/oracle /tmp/base/.carry/
+mkdir -p /tmp/base && tar cf - --exclude='./build*' . | tar xf - -C /tmp/base && cp -r .carry/base/. /tmp/base/ ||
+  { echo "base copy failed"; exit 1; }
+diff -q src/cuda/mla_attention.cu /tmp/base/src/cuda/mla_attention.cu
 build() {  # build DIR SRC
   cmake -S $2 -B $1 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a > $OUT/build_$(basename $1).log 2>&1 &&
   cmake --build $1 -j8 --target latte latte-bench gpu_mla gpu_attention >> $OUT/build_$(basename $1).log 2>&1
