@@ -811,8 +811,12 @@ int main() {
         {"stored keys", 4, 128, 200, {200, 3, 130, 77}, false, 0, 0, 1.f, 1.f},
         {"invalid lengths", 4, 64, 100, {-1, 50, 101, 100}, true, 0, 0, 1.f, 1.f},
         {"batch 1 long (split)", 1, 128, 3000, {3000}, true, 0, 0, 1.f, 1.f},
-        // the whole capacity: the most splits a sequence gets (the combine takes them 16 at a time)
+        // the combine's three shapes (4, 2 or 1 warps a head, by how many warps the GPU holds at once): the whole
+        // capacity at batch 1 (the most splits a sequence gets: 8 at a time), batch 16 (2 warps a head) and batch 24
+        // (one), with invalid lengths among them
         {"batch 1 at 8191 tokens (split)", 1, 128, 8191, {8191}, true, 0, 0, 1.f, 1.f},
+        {"batch 16 split, unequal (combine: 2 warps a head)", 16, 128, 1500, random_lens(16, 1500), true, 0, 0, 1.f, 1.f},
+        {"batch 24 split, unequal (combine: a warp a head)", 24, 128, 1000, random_lens(24, 1000), true, 0, 0, 1.f, 1.f},
         {"batch 2 split unequal", 2, 128, 2000, {1999, 700}, true, 0, 0, 1.f, 1.f},
         {"16 heads, padded strides", 3, 16, 150, {150, 20, 99}, true, 24, 8, 1.f, 1.f},
         {"80 heads, other magnitudes", 3, 80, 180, {180, 64, 0}, true, 0, 0, 3.f, 0.25f},

@@ -516,25 +516,28 @@ __global__ void __launch_bounds__(kThreads, 1) mla_attention_fast_kernel(const M
 
 // ============================================================================================================
 // combine: o_lat[b][h] = Σ_s w_s·o_s (s ascending, fp32), w_s = exp(lse_s − max) / Σ exp(lse − max), then bf16.
-// v1 (a warp per head, 16 columns a lane, one split after the other) was a serial chain of two dependent loads per
+// v1 (a warp per head, 16 columns a lane, one split after the other) is a serial chain of two dependent loads per
 // split (lse_s, then o_s): ~0.4 µs a split, 26 µs of the layer's 45 µs attention at batch 1 and 4096 (65 splits of
-// one tile). v2: a warp per (head, 128 columns), so a small batch has 4x the warps, and the splits go kCombineChunk
-// at a time: their lse in one load (a lane each), then all their o_s rows in flight together, summed in the same
-// order with the same expression (bit-identical to v1). Splits past T are not read; an empty split (lse = −inf) was
-// never written and is not read either.
+// one tile each). v2: SLICES warps a head (512 / SLICES columns each), so a small batch has more warps, and the splits
+// CHUNK at a time: their lse in one load (a lane each), then all their o_s rows in flight together, summed in the
+// same order with the same expression (bit-identical to v1). Many warps need none of that: <1, 1> is v1's schedule
+// (a split at a time); the launcher picks the most slices whose warps all fit on the GPU at once (more slices with
+// more warps than fit lost: batch 16 went from 26 to 32 µs with <4, 16>, its 1,024 blocks of ~96 registers a thread
+// in four waves; the launch bounds now hold every variant to kCombineBlocksPerSm blocks an SM). Splits past T are not read; an empty split (lse = −inf) was never written and is not read either.
 // ============================================================================================================
-constexpr int kCombineSlices = 4;                               // warps a head: 128 of the 512 columns each
-constexpr int kCombineHeads = kThreads / 32 / kCombineSlices;   // heads a block
-constexpr int kCombineChunk = 16;                               // splits whose o_s loads are in flight at once
-static_assert(kMlaLatent == kCombineSlices * 32 * 4, "a lane: one float4 of a slice");
+constexpr int kCombineBlocksPerSm = 4;  // forced by the launch bounds (≤ 64 registers a thread): what the launcher counts on
 
-__global__ void __launch_bounds__(kThreads) mla_attention_combine_kernel(const MlaAttentionParams p) {
-    const int groups = p.n_heads / kCombineHeads;
+template <int SLICES, int CHUNK>
+__global__ void __launch_bounds__(kThreads, kCombineBlocksPerSm) mla_attention_combine_kernel(const MlaAttentionParams p) {
+    constexpr int kHeadsPerBlock = kThreads / 32 / SLICES;
+    constexpr int kF4 = kMlaLatent / 4 / 32 / SLICES;  // float4s a lane holds of each split's row
+    static_assert(kF4 * 4 * 32 * SLICES == kMlaLatent && CHUNK <= 32, "the row over the slices' lanes");
+    const int groups = p.n_heads / kHeadsPerBlock;
     const int b = blockIdx.x / groups;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int h = (blockIdx.x % groups) * kCombineHeads + warp / kCombineSlices;
-    const int col4 = (warp % kCombineSlices) * 32 + lane;  // this lane's float4 of the head's 128
-    __nv_bfloat16 *out = p.o_lat + ((size_t)b * p.n_heads + h) * kMlaLatent + 4 * col4;
+    const int h = (blockIdx.x % groups) * kHeadsPerBlock + warp / SLICES;
+    const int f4 = (warp % SLICES) * 32 * kF4 + lane;  // this lane's first float4 of the row; then every 32
+    __nv_bfloat16 *out = p.o_lat + ((size_t)b * p.n_heads + h) * kMlaLatent;
     // launched with programmatic stream serialization on Hopper: the attention's partials are complete and visible
     // past this point (a no-op elsewhere)
     ptx::griddep_wait();
@@ -542,7 +545,8 @@ __global__ void __launch_bounds__(kThreads) mla_attention_combine_kernel(const M
     const int len = p.cache_lens[b];
     if (!length_is_valid(len, p.max_cache_len)) {
         const __nv_bfloat16 nan = __float2bfloat16(NAN);
-        for (int c = 0; c < 4; c++) out[c] = nan;
+        for (int j = 0; j < kF4; j++)
+            for (int c = 0; c < 4; c++) out[4 * (f4 + 32 * j) + c] = nan;
         return;
     }
     const int n_valid = (len + 1 + p.split_len - 1) / p.split_len;
@@ -556,31 +560,68 @@ __global__ void __launch_bounds__(kThreads) mla_attention_combine_kernel(const M
     for (int o = 16; o > 0; o /= 2) den += __shfl_xor_sync(0xffffffffu, den, o);
     const float inv_den = 1.f / den;
 
-    const float4 *src = reinterpret_cast<const float4 *>(p.o_partial + ((size_t)b * p.n_heads + h) * kMlaLatent) + col4;
+    const float4 *src = reinterpret_cast<const float4 *>(p.o_partial + ((size_t)b * p.n_heads + h) * kMlaLatent) + f4;
     const size_t split_stride4 = (size_t)p.batch * p.n_heads * kMlaLatent / 4;  // float4s from one split to the next
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int s0 = 0; s0 < n_valid; s0 += kCombineChunk) {
-        const float lse_lane = s0 + lane < n_valid && lane < kCombineChunk ? lse_of(s0 + lane) : -INFINITY;
-        float lse[kCombineChunk];
-        float4 v[kCombineChunk];
+    float4 acc[kF4];
+    for (int j = 0; j < kF4; j++) acc[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int s0 = 0; s0 < n_valid; s0 += CHUNK) {
+        const float lse_lane = lane < CHUNK && s0 + lane < n_valid ? lse_of(s0 + lane) : -INFINITY;
+        float lse[CHUNK];
+        float4 v[CHUNK][kF4];
 #pragma unroll
-        for (int u = 0; u < kCombineChunk; u++) {
+        for (int u = 0; u < CHUNK; u++) {
             lse[u] = __shfl_sync(0xffffffffu, lse_lane, u);  // −inf past n_valid
-            v[u] = lse[u] == -INFINITY ? make_float4(0.f, 0.f, 0.f, 0.f) : src[(size_t)(s0 + u) * split_stride4];
+#pragma unroll
+            for (int j = 0; j < kF4; j++)
+                v[u][j] = lse[u] == -INFINITY ? make_float4(0.f, 0.f, 0.f, 0.f)
+                                              : src[(size_t)(s0 + u) * split_stride4 + 32 * j];
         }
 #pragma unroll
-        for (int u = 0; u < kCombineChunk; u++) {
+        for (int u = 0; u < CHUNK; u++) {
             if (lse[u] == -INFINITY) continue;
             const float w = expf(lse[u] - mx) * inv_den;
-            acc.x += w * v[u].x, acc.y += w * v[u].y, acc.z += w * v[u].z, acc.w += w * v[u].w;
+#pragma unroll
+            for (int j = 0; j < kF4; j++)
+                acc[j].x += w * v[u][j].x, acc[j].y += w * v[u][j].y, acc[j].z += w * v[u][j].z,
+                    acc[j].w += w * v[u][j].w;
         }
     }
-    const __nv_bfloat162 lo = __floats2bfloat162_rn(acc.x, acc.y);
-    const __nv_bfloat162 hi = __floats2bfloat162_rn(acc.z, acc.w);
-    uint2 packed;
-    memcpy(&packed.x, &lo, 4);
-    memcpy(&packed.y, &hi, 4);
-    *reinterpret_cast<uint2 *>(out) = packed;
+    for (int j = 0; j < kF4; j++) {
+        const __nv_bfloat162 lo = __floats2bfloat162_rn(acc[j].x, acc[j].y);
+        const __nv_bfloat162 hi = __floats2bfloat162_rn(acc[j].z, acc[j].w);
+        uint2 packed;
+        memcpy(&packed.x, &lo, 4);
+        memcpy(&packed.y, &hi, 4);
+        *reinterpret_cast<uint2 *>(out + 4 * (f4 + 32 * j)) = packed;
+    }
+}
+
+// Launch the combine: the most slices (4, 2, 1) whose warps the GPU holds at once (kCombineBlocksPerSm blocks an SM);
+// on Hopper with programmatic dependent launch, so that its CTAs take the SMs the
+// attention's CTAs leave and wait there (griddepcontrol.wait) for its partials, instead of launching after its last CTA.
+template <int SLICES, int CHUNK>
+cudaError_t combine_launch(const MlaAttentionParams &p, bool pdl, cudaStream_t stream) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)((long long)p.batch * (p.n_heads / (kThreads / 32 / SLICES))));
+    cfg.blockDim = dim3(kThreads);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, mla_attention_combine_kernel<SLICES, CHUNK>, p);
+}
+
+cudaError_t mla_attention_combine_launch(const MlaAttentionParams &p, int device, cudaStream_t stream) {
+    int sms = 0;
+    cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (e != cudaSuccess) return e;
+    const bool pdl = mla_attention_wgmma_available(device);
+    const long long warps_per_slice = (long long)p.batch * p.n_heads, resident = (long long)sms * kCombineBlocksPerSm * (kThreads / 32);
+    if (warps_per_slice * 4 <= resident) return combine_launch<4, 8>(p, pdl, stream);
+    if (warps_per_slice * 2 <= resident) return combine_launch<2, 4>(p, pdl, stream);
+    return combine_launch<1, 1>(p, pdl, stream);
 }
 
 // LATTE_MLA_ATTENTION (a benchmark, test and bisection knob; read once): "mma" the mma.sync kernel even where the wgmma
@@ -718,18 +759,7 @@ cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t strea
     }
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     if (!combine) return cudaSuccess;
-    // on Hopper with programmatic dependent launch: its CTAs take the SMs the attention's CTAs leave and wait there
-    // (griddepcontrol.wait) for its partials, instead of launching after its last CTA (the launch's latency)
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)((long long)p.batch * (p.n_heads / kCombineHeads)));
-    cfg.blockDim = dim3(kThreads);
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = mla_attention_wgmma_available(device) ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, mla_attention_combine_kernel, p);
+    return mla_attention_combine_launch(p, device, stream);
 }
 
 }  // namespace latte

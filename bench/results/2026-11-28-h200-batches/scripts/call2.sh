@@ -2,10 +2,11 @@
 # Call 2 (H200): the combine v2 (the tree) against the tree before it (a copy with .carry/base's files over it: 92c7e7f's
 # src/cuda/mla_attention.cu; the device copy's git metadata is the session start's), both built in this call:
 # gpu_attention and gpu_mla quick on HEAD, bitcmp.py on both (y and the appended rows bit for bit), then ROUNDS (2)
-# interleaved rounds of latte-bench --only mla --quick --batch $BATCHES on each build. Logs into logs.tgz.
+# interleaved rounds of latte-bench --only mla --quick --batch $BATCHES (default 1,4,16,32) on each build. Logs into
+# logs.tgz. Call 2 ran it with the first v2 (one shape, <4, 16>; BATCHES 1,4,16), call 3 with the three shapes.
 set -u
 t0=$(date +%s)
-B=${BATCHES:-1,4,16}
+B=${BATCHES:-1,4,16,32}
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
 mkdir -p /tmp/base && tar cf - --exclude='./build*' . | tar xf - -C /tmp/base && cp -r .carry/base/. /tmp/base/ ||
   { echo "base copy failed"; exit 1; }
