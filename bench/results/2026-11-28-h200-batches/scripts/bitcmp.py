@@ -12,7 +12,8 @@ o = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(o)
 cos, sin = latte.rope_tables(8192, 64, kind="bf16_reference", device="cuda")
 cases = [(1, [4096]), (1, [8191]), (1, [511]), (2, [3000, 17]), (5, [8191, 0, 64, 2047, 100]), (8, [4096] * 8),
-         (16, [int(v) for v in torch.randint(0, 8192, (16,), generator=torch.Generator().manual_seed(5))])]
+         (16, [int(v) for v in torch.randint(0, 8192, (16,), generator=torch.Generator().manual_seed(5))]),
+         (24, [int(v) for v in torch.randint(0, 8192, (24,), generator=torch.Generator().manual_seed(6))])]
 for bs, lens in cases:
     W, x, cache, lens = o.make_inputs(bs, lens, 77 + bs)
     lens_t = torch.tensor(lens, dtype=torch.int32, device="cuda")
@@ -22,4 +23,4 @@ for bs, lens in cases:
     mla.close()
     rows = cache[torch.arange(bs, device="cuda"), lens_t.long()]
     h = hashlib.sha256(y.view(torch.int16).cpu().numpy().tobytes() + rows.view(torch.int16).cpu().numpy().tobytes())
-    print(f"batch {bs} lens {lens if bs <= 8 else '16 random'}: {h.hexdigest()[:16]} finite {bool(torch.isfinite(y).all())}")
+    print(f"batch {bs} lens {lens if bs <= 8 else f'{bs} random'}: {h.hexdigest()[:16]} finite {bool(torch.isfinite(y).all())}")
