@@ -617,7 +617,11 @@ cudaError_t mla_attention_combine_launch(const MlaAttentionParams &p, int device
     int sms = 0;
     cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     if (e != cudaSuccess) return e;
+#if defined(LATTE_COMBINE_NO_PDL)  // A/B builds only (bench/results/2026-11-28-h200-batches, call 4)
+    const bool pdl = false;
+#else
     const bool pdl = mla_attention_wgmma_available(device);
+#endif
     const long long warps_per_slice = (long long)p.batch * p.n_heads, resident = (long long)sms * kCombineBlocksPerSm * (kThreads / 32);
     if (warps_per_slice * 4 <= resident) return combine_launch<4, 8>(p, pdl, stream);
     if (warps_per_slice * 2 <= resident) return combine_launch<2, 4>(p, pdl, stream);
