@@ -224,6 +224,24 @@ static void run_case(const mla_case *k, int tune) {
             CHECK(!strncmp(line, "w_uv: latte sm90", 16) && !strstr(pref + 1, "preferred to the fastest"),
                   "%s: describe prefers a slower candidate other than the sm90 W_UV:\n%s", k->name, desc);
         }
+        /* behind a split attention (the combine kernel between them) the sm90 W_UV cannot launch early: it may be
+         * preferred for its discard (within 3%) only, not for the early launch (25%) */
+        const char *att = strstr(desc, "attention at the tuned length");
+        int att_splits = 0;
+        CHECK(k->simple_gemm || (att && sscanf(att, "attention at the tuned length %*d: %d split", &att_splits) == 1 &&
+                                 att_splits >= 1),
+              "%s: describe after tune names no attention split count:\n%s", k->name, desc);
+        const char *uv_env = getenv("LATTE_MLA_UV_SM90");
+        if (pref && att_splits > 1 && !(uv_env && uv_env[0] == '1')) {
+            double chosen = 0, fastest = 0;
+            const char *line = pref;
+            while (line > desc && line[-1] != '\n') line--;
+            const char *comma = strstr(line, ", "); /* "w_uv: <engine>, <chosen> us (..." */
+            CHECK(comma && comma < pref && sscanf(comma + 2, "%lf us", &chosen) == 1 &&
+                      sscanf(pref, "preferred to the fastest, %lf us", &fastest) == 1 && chosen <= 1.03 * fastest + 0.1,
+                  "%s: the attention runs %d splits, yet the sm90 W_UV was preferred beyond its discard's 3%%:\n%s",
+                  k->name, att_splits, desc);
+        }
         /* LATTE_MLA_UV_SM90=1: the tune takes the sm90 one-tile W_UV whatever its time (on Hopper, default engines) */
         const char *uv_sm90 = getenv("LATTE_MLA_UV_SM90");
         if (uv_sm90 && uv_sm90[0] == '1' && g_hopper && !k->gemm && !k->simple_gemm && !g_default_gemm)
@@ -874,6 +892,9 @@ int main(void) {
         {"h64 b256 c0.1 tuned",      64,  2048, 1536, 256, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 0.1f, 1.0f, 320, 300, -1, 8, NULL, 0, 0, 0, 1, 0, NULL, NULL},
         {"h16 b6 bad lengths tuned", 16,  1024, 256,  6,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, NULL, NULL},
         {"h32 b5 simple GEMM tuned", 32,  1024, 512,  5,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 200, 150, -1, 5, NULL, 0, 0, 0, 0, 1, NULL, NULL},
+        /* a serving batch of DeepSeek's sizes: the attention split (tens of splits a sequence, then the combine), so
+         * the tune's W_UV choice has no early launch to count on */
+        {"r1 b3 tuned, split attention", 128, 7168, 1536, 3, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 4096, 4000, -1, 3, NULL, 0, 0, 0, 1, 0, NULL, NULL},
     };
     for (size_t i = 0; i < sizeof tuned / sizeof tuned[0] && !no_tune; i++) {
         if (filter && *filter && !strstr(tuned[i].name, filter)) continue;

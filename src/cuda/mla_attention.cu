@@ -538,9 +538,6 @@ __global__ void __launch_bounds__(kThreads, kCombineBlocksPerSm) mla_attention_c
     const int h = (blockIdx.x % groups) * kHeadsPerBlock + warp / SLICES;
     const int f4 = (warp % SLICES) * 32 * kF4 + lane;  // this lane's first float4 of the row; then every 32
     __nv_bfloat16 *out = p.o_lat + ((size_t)b * p.n_heads + h) * kMlaLatent;
-    // launched with programmatic stream serialization on Hopper: the attention's partials are complete and visible
-    // past this point (a no-op elsewhere)
-    ptx::griddep_wait();
 
     const int len = p.cache_lens[b];
     if (!length_is_valid(len, p.max_cache_len)) {
@@ -596,36 +593,26 @@ __global__ void __launch_bounds__(kThreads, kCombineBlocksPerSm) mla_attention_c
     }
 }
 
-// Launch the combine: the most slices (4, 2, 1) whose warps the GPU holds at once (kCombineBlocksPerSm blocks an SM);
-// on Hopper with programmatic dependent launch, so that its CTAs take the SMs the
-// attention's CTAs leave and wait there (griddepcontrol.wait) for its partials, instead of launching after its last CTA.
+// Launch the combine: the most slices (4, 2, 1) whose warps the GPU holds at once (kCombineBlocksPerSm blocks an SM).
+// A plain launch: with programmatic dependent launch (its CTAs waiting on the SMs the attention leaves) it gained
+// ≤ 0.5 µs, and lost 9 µs at batch 1 and 4096 where the attention triggers its dependents at its start (the layer's
+// early W_UV launch; bench/results/2026-11-28-h200-batches, call 4).
 template <int SLICES, int CHUNK>
-cudaError_t combine_launch(const MlaAttentionParams &p, bool pdl, cudaStream_t stream) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)((long long)p.batch * (p.n_heads / (kThreads / 32 / SLICES))));
-    cfg.blockDim = dim3(kThreads);
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, mla_attention_combine_kernel<SLICES, CHUNK>, p);
+void combine_launch(const MlaAttentionParams &p, cudaStream_t stream) {
+    const unsigned blocks = (unsigned)((long long)p.batch * (p.n_heads / (kThreads / 32 / SLICES)));
+    mla_attention_combine_kernel<SLICES, CHUNK><<<blocks, kThreads, 0, stream>>>(p);
 }
 
 cudaError_t mla_attention_combine_launch(const MlaAttentionParams &p, int device, cudaStream_t stream) {
     int sms = 0;
-    cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    const cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     if (e != cudaSuccess) return e;
-#if defined(LATTE_COMBINE_NO_PDL)  // A/B builds only (bench/results/2026-11-28-h200-batches, call 4)
-    const bool pdl = false;
-#else
-    const bool pdl = mla_attention_wgmma_available(device);
-#endif
-    const long long warps_per_slice = (long long)p.batch * p.n_heads, resident = (long long)sms * kCombineBlocksPerSm * (kThreads / 32);
-    if (warps_per_slice * 4 <= resident) return combine_launch<4, 8>(p, pdl, stream);
-    if (warps_per_slice * 2 <= resident) return combine_launch<2, 4>(p, pdl, stream);
-    return combine_launch<1, 1>(p, pdl, stream);
+    const long long warps_per_slice = (long long)p.batch * p.n_heads;
+    const long long resident = (long long)sms * kCombineBlocksPerSm * (kThreads / 32);
+    if (warps_per_slice * 4 <= resident) combine_launch<4, 8>(p, stream);
+    else if (warps_per_slice * 2 <= resident) combine_launch<2, 4>(p, stream);
+    else combine_launch<1, 1>(p, stream);
+    return cudaGetLastError();
 }
 
 // LATTE_MLA_ATTENTION (a benchmark, test and bisection knob; read once): "mma" the mma.sync kernel even where the wgmma

@@ -128,6 +128,8 @@ struct ShapeSelection {
     // b-d through the fused query kernel (mla_q_absorb_sm90) instead of up, rope and W_UK one after another
     bool q_fused, q_fused_untuned;
     float q_fused_us, q_split_us;  // tune's medians: the fused kernel; up + rope + W_UK as chosen (tuned only; < 0: not timed)
+    int64_t tuned_max_cache_len;   // the length tune was given, and the attention's splits there (tuned only)
+    int tuned_attn_splits;
 };
 
 // One entry of the plan's shape table. g (cuBLASLt layouts + heuristic; not ready without cuBLASLt) never
@@ -853,7 +855,8 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
         ap.discard_q = cp->discard_scratch ? 1 : 0;  // q_attn is dead once the attention has read it
         // an sm90 W_UV is launched with PDL (as every sm90 launch after the run's first): its CTAs may take the SMs the
         // attention's CTAs leave and load W_UV's first stages during the attention's tail
-        ap.launch_dependents = cp->uv_early && on_sm90[kUv] ? 1 : 0;
+        // (with the attention split, the combine kernel comes between them: nothing to let in early)
+        ap.launch_dependents = cp->uv_early && on_sm90[kUv] && L.attn_splits == 1 ? 1 : 0;
         ap.balance = cp->balance ? 1 : 0;
         ap.split_long = cp->split_long ? 1 : 0;
         ap.schedule = attn_schedule;
@@ -1194,7 +1197,11 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
         // (uv_early), loads its first weight stages during the attention's tail; this timing sees neither, so such a
         // candidate is preferred within a slack below. Its fastest is timed again too: a single timing of it against
         // the best median of three of the luckiest candidates used to lose it the slack in some tunes
-        const bool uv_prefer = i == kUv && (cp->discard_scratch || cp->uv_early) && cp->uv_sm90 != 0;
+        // The early launch needs the W_UV GEMM right behind the attention: where the attention is split (a small batch
+        // at this length) the combine kernel runs between them, and the sm90 W_UV is only its slower self (batch 1 and
+        // 4 on an H200: 3-5 µs slower in the layer than cuBLASLt's; bench/results/2026-11-28-h200-batches, call 4)
+        const bool uv_early_here = cp->uv_early && L.attn_splits == 1;
+        const bool uv_prefer = i == kUv && (cp->discard_scratch || uv_early_here) && cp->uv_sm90 != 0;
         auto uv_one_tile = [&](int k) { return cand[k].sm90 && cand[k].sm90cfg.bn >= P[i].N; };
         if (uv_prefer) {
             int s = -1;
@@ -1225,7 +1232,7 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
         // cuBLASLt's W_UV, 3.6-6 µs faster in the layer on an H200 (it is ~0.8 µs slower alone, ~6% of 14 µs) and ~5
         // µs on an H100 (~1.9 µs, 13-15%, slower alone): the early launch is worth ~30-40% of its isolated time
         if (uv_prefer && !uv_one_tile(best)) {
-            const float slack = cp->uv_sm90 == 1 ? 1e30f : cp->uv_early ? 1.25f : 1.03f;
+            const float slack = cp->uv_sm90 == 1 ? 1e30f : uv_early_here ? 1.25f : 1.03f;
             int pick = -1;
             for (int j = 0; j < n_top; j++) {
                 const int k = top[j];
@@ -1264,6 +1271,8 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
     }
     if ((e = cudaStreamSynchronize(stream))) return cuda_fail(e, "tuning");
     out.tuned = true;
+    out.tuned_max_cache_len = max_cache_len;
+    out.tuned_attn_splits = L.attn_splits;
     {
         std::lock_guard<std::mutex> lock(cp->shape_mutex);
         for (int i = 0; i < kNProj; i++) {  // (the untuned choices stay as they were made)
@@ -1326,6 +1335,10 @@ extern "C" latte_status latte_cuda_mla_plan_describe(struct latte_mla_plan_s *pl
         else
             append(" (%s)\n", sel.tuned ? "not timed" : "default, not tuned");
     }
+    if (sel.tuned)  // what the W_UV choice assumed: the early launch only behind an unsplit attention
+        append("attention at the tuned length %lld: %d split(s)%s\n", (long long)sel.tuned_max_cache_len,
+               sel.tuned_attn_splits,
+               sel.tuned_attn_splits > 1 ? ", then the combine kernel (no early W_UV launch)" : "");
 #undef append
     return LATTE_STATUS_SUCCESS;
 }
