@@ -1285,6 +1285,8 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
         shape->sel.q_fused = out.q_fused;
         shape->sel.q_fused_us = out.q_fused_us;
         shape->sel.q_split_us = out.q_split_us;
+        shape->sel.tuned_max_cache_len = out.tuned_max_cache_len;
+        shape->sel.tuned_attn_splits = out.tuned_attn_splits;
         shape->sel.tuned = true;
     }
     return LATTE_STATUS_SUCCESS;
