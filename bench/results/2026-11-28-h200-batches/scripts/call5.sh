@@ -7,12 +7,8 @@
 set -u
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
-mkdir -p /tmp/base && tar cf - --exclude='./build*' . | tar xf - -C /tmp/base && cp -r .carry/base/. /tmp/base/ ||
-  { echo "base copy failed"; exit 1; }
-build() {  # build DIR SRC TARGETS
-  cmake -S $2 -B $1 -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a > $OUT/build_$(basename $1).log 2>&1 &&
-  cmake --build $1 -j8 --target $3 >> $OUT/build_$(basename $1).log 2>&1
-}
+. "$(dirname "$0")/lib.sh"  # base_copy, build (the calls ran these lines inline)
+base_copy
 build $PWD/build-gpu . "latte latte-bench gpu_mla gpu_attention" & p1=$!
 build /tmp/base/build-base /tmp/base "latte latte-bench" & p2=$!
 for p in $p1 $p2; do wait $p || { tail -20 $OUT/build_*.log; exit 1; }; done
