@@ -604,7 +604,7 @@ static void tune_api_checks(void) {
     CHECK(latte_mla_plan_describe(plan, B, NULL, sizeof buf) == LATTE_STATUS_INVALID_ARGUMENT, "describe: null buf");
     CHECK(latte_mla_plan_describe(plan, B, buf, 0) == LATTE_STATUS_INVALID_ARGUMENT, "describe: 0 bytes");
     CHECK(buf[0] == 'x' && buf[sizeof buf - 1] == 'x', "describe: a rejected call wrote into buf");
-    /* untuned, then tuned (twice: a second tune is allowed); five lines each */
+    /* untuned, then tuned (twice: a second tune is allowed) */
     CHECK_OK(latte_mla_plan_describe(plan, B, full, sizeof full));
     CHECK(strstr(full, "not tuned") != NULL, "describe before tune: %s", full);
     CHECK_OK(latte_mla_plan_tune(plan, B, maxlen, ws, wsb, NULL));
@@ -612,10 +612,11 @@ static void tune_api_checks(void) {
     CHECK_OK(latte_mla_plan_describe(plan, B, full, sizeof full));
     int lines = 0;
     for (const char *c = full; *c; c++) lines += *c == '\n';
-    /* five projections, and on Hopper a sixth line: the fused query kernel, with both timings after a tune */
-    const int fused = fused_by_default(), want_lines = fused ? 6 : 5;
+    /* five projections, on Hopper a sixth line: the fused query kernel, with both timings after a tune; and last the
+     * attention's split count at the tuned length */
+    const int fused = fused_by_default(), want_lines = (fused ? 6 : 5) + 1;
     CHECK(lines == want_lines && strstr(full, "candidates") && strstr(full, "down: ") && strstr(full, "out: ") &&
-              (!fused || strstr(full, "three launches") != NULL),
+              (!fused || strstr(full, "three launches") != NULL) && strstr(full, "attention at the tuned length"),
           "describe after tune: %d lines:\n%s", lines, full);
     printf("tune_api_checks: batch %lld tuned:\n%s", (long long)B, full);
     /* a shorter tune batch is another shape: still untuned */
