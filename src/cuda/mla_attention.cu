@@ -522,8 +522,9 @@ __global__ void __launch_bounds__(kThreads, 1) mla_attention_fast_kernel(const M
 // CHUNK at a time: their lse in one load (a lane each), then all their o_s rows in flight together, summed in the
 // same order with the same expression (bit-identical to v1). Many warps need none of that: <1, 1> is v1's schedule
 // (a split at a time); the launcher picks the most slices whose warps all fit on the GPU at once (more slices with
-// more warps than fit lost: batch 16 went from 26 to 32 µs with <4, 16>, its 1,024 blocks of ~96 registers a thread
-// in four waves; the launch bounds now hold every variant to kCombineBlocksPerSm blocks an SM). Splits past T are not read; an empty split (lse = −inf) was never written and is not read either.
+// more warps than fit lost: batch 16 went from 26 to 32 µs with <4, 16>, its 1,024 blocks of 120 registers a thread
+// in four waves; the launch bounds now hold every variant to kCombineBlocksPerSm blocks an SM, 56-64 registers).
+// Splits past T are not read; an empty split (lse = −inf) was never written and is not read either.
 // ============================================================================================================
 constexpr int kCombineBlocksPerSm = 4;  // forced by the launch bounds (≤ 64 registers a thread): what the launcher counts on
 
