@@ -92,6 +92,11 @@ struct Case {
     // 0 or 1 also run one split per sequence (as the layer's batch of 128 does at every length), whatever the static
     // schedule would choose for this (batch, max length): pieces are made only then
     int expect_pieces = -1;
+    // MlaAttentionParams::runtime_split: 1 a static schedule of 2..kMlaRuntimeSplitsMax splits runs as one split with
+    // pieces cut at run time (where the seesaw kernel runs), 0 the static splits and the combine kernel
+    int runtime_split = 1;
+    // where the static splits run as one with run-time pieces: 1 the schedule must have made pieces, 0 none, −1 either
+    int expect_runtime_pieces = -1;
 };
 
 // Whether this process runs the seesaw kernel with its own list at the natural grid (the pieces' expectation holds)
@@ -171,8 +176,25 @@ static void run_case(const Case &k, int sms) {
     // the list and the pieces start as −1 (a list no launch wrote shows no pieces); two launches, o poisoned again
     // between them: the second must not lean on anything the first left (the pieces' counters are the writer's to
     // zero). With discard_q one: the first drops q's lines.
+    p.runtime_split = k.runtime_split;
+    // the static splits as the seesaw kernel runs them: one split with up to `slots` run-time pieces, or as they are
+    // (slots: where there are no run-time pieces, the one-split workspace's [batch] rows)
+    int grid = 0, runtime_slots = 0;
+    {
+        int dev = 0;
+        CK(cudaGetDevice(&dev));
+        const char *kernel = getenv("LATTE_MLA_ATTENTION");
+        const bool seesaw_runs = mla_attention_wgmma_available(dev) && (!kernel || !*kernel || !strcmp(kernel, "wgmma3"));
+        grid = mla_attention_seesaw_grid(p, dev);
+        runtime_slots = seesaw_runs ? mla_attention_runtime_split(p, grid) : 0;
+    }
+    const int run_splits = runtime_slots > 0 ? 1 : n_splits;
+    const int run_split_len = runtime_slots > 0 ? one_split_len(L) : split_len;
+    const int slots = runtime_slots > 0 ? runtime_slots : B;
     const size_t list_ints = (size_t)kMlaScheduleCtasMax * kMlaScheduleRounds;
-    CK(cudaMemset(p.schedule, 0xff, list_ints * sizeof(int) + (size_t)B * sizeof(MlaPiece)));
+    // the list, the pieces, their counters and each sequence's pieces: all poisoned (the writer's to write each run)
+    int *const seq_pieces = mla_schedule_seq_pieces(p.schedule, B, (H + 63) / 64);
+    CK(cudaMemset(p.schedule, 0xff, (size_t)((char *)(seq_pieces + B) - (char *)p.schedule)));
     for (int launch = 0; launch < (k.discard_q ? 1 : 2); launch++) {
         CK(cudaMemcpy(d_o, o_init.data(), o_elems * 2, cudaMemcpyHostToDevice));
         CK(mla_attention_launch(p, 0));
@@ -183,11 +205,11 @@ static void run_case(const Case &k, int sms) {
     int n_piece_items = 0, list_bad = 0;
     {
         std::vector<int> list(list_ints);
-        std::vector<MlaPiece> pieces(B);
+        std::vector<MlaPiece> pieces(slots);
         CK(cudaMemcpy(list.data(), p.schedule, list_ints * sizeof(int), cudaMemcpyDeviceToHost));
-        CK(cudaMemcpy(pieces.data(), mla_schedule_pieces(p.schedule), B * sizeof(MlaPiece), cudaMemcpyDeviceToHost));
-        const int n_groups = (H + 63) / 64, n_units = B * n_splits;
-        std::vector<int> seen((size_t)(n_units + B) * n_groups, 0);
+        CK(cudaMemcpy(pieces.data(), mla_schedule_pieces(p.schedule), slots * sizeof(MlaPiece), cudaMemcpyDeviceToHost));
+        const int n_groups = (H + 63) / 64, n_units = B * run_splits;
+        std::vector<int> seen((size_t)(n_units + slots) * n_groups, 0);
         std::vector<char> split(B, 0);
         bool written = false;
         for (int v : list) {
@@ -207,32 +229,57 @@ static void run_case(const Case &k, int sms) {
         }
         for (size_t v = 0; written && v < seen.size(); v++) {
             const int unit = (int)(v / n_groups);
-            const bool want = unit < n_units ? !split[unit / n_splits]
+            const bool want = unit < n_units ? !split[unit / run_splits]
                                              : seen[(size_t)unit * n_groups] > 0 || seen[(size_t)unit * n_groups + n_groups - 1] > 0;
             list_bad += seen[v] != (want ? 1 : 0);
         }
-        for (int slot = 0; written && slot < B && n_piece_items; slot++) {  // a split sequence's pieces: all dealt
+        const std::vector<int> &lens = k.lens;
+        for (int slot = 0; written && slot < slots && n_piece_items; slot++) {  // a split sequence's pieces: all dealt
             if (!seen[(size_t)(n_units + slot) * n_groups]) continue;
             const MlaPiece &pc = pieces[slot];
             const int slot0 = pc.slots >> 10, k = pc.slots & 1023;
             for (int j = 0; j < k; j++)
-                list_bad += slot0 + j >= B || !seen[(size_t)(n_units + slot0 + j) * n_groups] || pieces[slot0 + j].b != pc.b;
+                list_bad += slot0 + j >= slots || !seen[(size_t)(n_units + slot0 + j) * n_groups] || pieces[slot0 + j].b != pc.b;
+            // the pieces cover the sequence's tokens: in order, contiguous, from 0 to T
+            list_bad += pc.b < 0 || pc.b >= B || pieces[slot0].tok_begin != 0 ||
+                        pieces[slot0 + k - 1].tok_end != (pc.b >= 0 && pc.b < B ? lens[pc.b] + 1 : -1);
+            for (int j = 1; j < k; j++) list_bad += pieces[slot0 + j].tok_begin != pieces[slot0 + j - 1].tok_end;
+        }
+        // with run-time pieces, the combine's table: each split sequence's first slot and count, 0 for the others
+        if (runtime_slots > 0) {
+            std::vector<int> sp(B);
+            CK(cudaMemcpy(sp.data(), seq_pieces, B * sizeof(int), cudaMemcpyDeviceToHost));
+            std::vector<int> want(B, 0);
+            for (int slot = 0; slot < slots && n_piece_items; slot++)
+                if (seen[(size_t)(n_units + slot) * n_groups] && pieces[slot].b >= 0 && pieces[slot].b < B)
+                    want[pieces[slot].b] = pieces[slot].slots;
+            for (int b = 0; b < B; b++) list_bad += sp[b] != want[b];
         }
         if (list_bad) printf("  %s: the list is not every item once (%d wrong)\n", k.name, list_bad);
         // Where it holds pieces, the list's busiest CTA (in the writer's cost: quarter tiles an item) is the better of
         // the snake and LPT (one unit at a time, host) over the same units: the writer's LPT places runs of equal
         // units at once and must land on the same loads
-        if (written && n_piece_items > 0 && seesaw_as_released()) {
+        const bool lens_equal = std::all_of(k.lens.begin(), k.lens.end(), [&](int v) { return v == k.lens[0]; });
+        if (written && n_piece_items > 0 && lens_equal) {  // equal lengths in pieces: the pieces' items in index order
+            int wrong = 0;
+            for (int c = 0; c < grid; c++)
+                for (int r = 0; r < kMlaScheduleRounds; r++) {
+                    const int i = c + r * grid, v = list[(size_t)c * kMlaScheduleRounds + r];
+                    wrong += v != (i < n_piece_items ? n_units * n_groups + i : -1);
+                }
+            if (wrong) printf("  %s: equal lengths in pieces, but the list is not their index order (%d wrong)\n", k.name, wrong);
+            list_bad += wrong;
+        } else if (written && n_piece_items > 0 && seesaw_as_released()) {
             int dev = 0;
             CK(cudaGetDevice(&dev));
-            const int grid = mla_attention_seesaw_grid(p, dev), columns = grid / n_groups;
-            std::vector<int> tiles(n_units + B, -1), units;
+            const int columns = grid / n_groups;
+            std::vector<int> tiles(n_units + slots, -1), units;
             for (int v : list) {
                 const int u = v < 0 ? -1 : v / n_groups;
-                if (u < 0 || u >= n_units + B || tiles[u] >= 0) continue;
+                if (u < 0 || u >= n_units + slots || tiles[u] >= 0) continue;
                 if (u < n_units) {
-                    const int len = k.lens[u / n_splits], T = len + 1, tb = (u % n_splits) * split_len;
-                    const int te = std::min(T, tb + split_len);
+                    const int len = k.lens[u / run_splits], T = len + 1, tb = (u % run_splits) * run_split_len;
+                    const int te = std::min(T, tb + run_split_len);
                     tiles[u] = len >= 0 && len <= L && tb < te ? (te - tb + 63) / 64 : 0;
                 } else {
                     tiles[u] = (pieces[u - n_units].tok_end - pieces[u - n_units].tok_begin + 63) / 64;
@@ -268,7 +315,8 @@ static void run_case(const Case &k, int sms) {
             }
             snake = *std::max_element(snake_load.begin(), snake_load.end());
             lpt = *std::max_element(col_load.begin(), col_load.end());
-            const bool lpt_ok = columns >= 1 && columns <= kMlaLptColumnsMax && total < (1 << 22) && !overflow;
+            // (static splits run as one split with run-time pieces: the snake only)
+            const bool lpt_ok = runtime_slots == 0 && columns >= 1 && columns <= kMlaLptColumnsMax && total < (1 << 22) && !overflow;
             const long long want = lpt_ok && lpt < snake ? lpt : snake;
             if (listed != want) {
                 printf("  %s: the list's busiest CTA has %lld quarter tiles, the better of the snake (%lld) and LPT (%lld%s)"
@@ -384,12 +432,20 @@ static void run_case(const Case &k, int sms) {
     if (pieces_wrong)
         printf("  %s: the schedule dealt %d piece item(s), expected %s\n", k.name, n_piece_items,
                k.expect_pieces ? "some" : "none");
-    bad += pieces_wrong + list_bad;
+    const bool runtime_wrong = k.expect_runtime_pieces >= 0 && seesaw_as_released() &&
+                               ((runtime_slots > 0) != (k.runtime_split != 0) ||
+                                (n_piece_items > 0) != (k.expect_runtime_pieces > 0));
+    if (runtime_wrong)
+        printf("  %s: static splits %d, run %s, %d piece item(s); expected %s with %s\n", k.name, n_splits,
+               runtime_slots > 0 ? "as one split (run-time pieces)" : "as they are", n_piece_items,
+               k.runtime_split ? "one split" : "the static splits", k.expect_runtime_pieces ? "pieces" : "none");
+    bad += pieces_wrong + runtime_wrong + list_bad;
     g_checks++;
     if (bad) g_fail++;
-    printf("%s %s: batch %d, %d heads, max len %d, %d split(s) of %d, %s, %d piece item(s): max err %.2e of max|ref|, "
+    printf("%s %s: batch %d, %d heads, max len %d, %d split(s) of %d%s, %s, %d piece item(s): max err %.2e of max|ref|, "
            "%d bad\n", bad ? "FAIL" : "ok  ", k.name, B, H, L, n_splits, split_len,
-           k.balance ? "balanced" : "index order", n_piece_items, worst, bad);
+           runtime_slots > 0 ? " run as one (run-time pieces)" : "", k.balance ? "balanced" : "index order",
+           n_piece_items, worst, bad);
 #if defined(LATTE_DEV_EXPERIMENTS)
     {  // the list writer's steps (cycles from its start), where the launch wrote the list
         long long c[8] = {};
@@ -815,9 +871,19 @@ int main() {
         // capacity at batch 1 (the most splits a sequence gets: 8 at a time), batch 16 (2 warps a head) and batch 24
         // (one), with invalid lengths among them
         {"batch 1 at 8191 tokens (split)", 1, 128, 8191, {8191}, true, 0, 0, 1.f, 1.f},
-        {"batch 16 split, unequal (combine: 2 warps a head)", 16, 128, 1500, random_lens(16, 1500), true, 0, 0, 1.f, 1.f},
-        {"batch 24 split, unequal (combine: a warp a head)", 24, 128, 1000, random_lens(24, 1000), true, 0, 0, 1.f, 1.f},
+        {"batch 16 split, unequal (combine: 2 warps a head)", 16, 128, 1500, random_lens(16, 1500), true, 0, 0, 1.f, 1.f, false, 1, -1, 0, 0},
+        {"batch 24 split, unequal (combine: a warp a head)", 24, 128, 1000, random_lens(24, 1000), true, 0, 0, 1.f, 1.f, false, 1, -1, 0, 0},
         {"batch 2 split unequal", 2, 128, 2000, {1999, 700}, true, 0, 0, 1.f, 1.f},
+        // the static splits of a batch of 8-64 (2..8 a sequence) run as one split whose pieces the list's writer cuts
+        // from this run's lengths (MlaAttentionParams::runtime_split): mixed and equal lengths, invalid ones, 64 heads
+        // with stored keys, q discarded (whole items only: a piece's q is read by several CTAs); and the static path
+        // beside them
+        {"batch 32 mixed lengths: run-time pieces", 32, 128, 3000, mixed_lens(32, 3000), true, 0, 0, 1.f, 1.f, false, 1, -1, 1, 1},
+        {"batch 32 mixed lengths, static splits", 32, 128, 3000, mixed_lens(32, 3000), true, 0, 0, 1.f, 1.f, false, 1, -1, 0, 0},
+        {"batch 16 equal lengths: run-time pieces", 16, 128, 1500, std::vector<int>(16, 1500), true, 0, 0, 1.f, 1.f, false, 1, -1, 1, 1},
+        {"batch 12, invalid lengths, 64 heads, stored keys: run-time pieces", 12, 64, 900, random_lens(12, 900), false, 0, 0, 2.f, 0.5f, false, 1, -1, 1, -1},
+        {"discarded q, run-time pieces", 24, 128, 1000, few_long(24, 3, 960, 200, 1000), true, 0, 0, 1.f, 1.f, true, 1, -1, 1, 1},
+        {"unequal lengths, static splits", 7, 128, 300, {0, 1, 63, 64, 65, 128, 300}, true, 0, 0, 1.f, 1.f, false, 1, -1, 0, 0},
         {"16 heads, padded strides", 3, 16, 150, {150, 20, 99}, true, 24, 8, 1.f, 1.f},
         {"80 heads, other magnitudes", 3, 80, 180, {180, 64, 0}, true, 0, 0, 3.f, 0.25f},
         {"small magnitudes", 2, 128, 129, {129, 100}, true, 0, 0, 0.05f, 0.1f},

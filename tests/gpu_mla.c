@@ -799,6 +799,8 @@ int main(void) {
         {"h64 b256 bad lengths unsplit",64, 2048, 1536, 256, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 320, 300, -1, 8, bad_lens256, 0, 0, 0, 0, 0, NULL, NULL},
         /* a small batch: many splits of several tiles each (split-KV + combine, the row max over even tile counts) */
         {"h16 b8 maxlen 4000 split",  16,  1024, 512,  8,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 4096, 4000, -1, 8, NULL, 0, 0, 0, 1, 0, NULL, NULL},
+        /* static splits (5 a sequence) run as one split, this run's lengths cut into pieces, merged by the combine */
+        {"h64 b24 lens<=3000 pieces", 64,  2048, 1536, 24,  LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 3008, 3000, -1, 6, NULL, 0, 0, 0, 1, 0, NULL, NULL},
         {"h32 b5 simple GEMM",       32,  1024, 512,  5,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 200, 150, -1, 5, NULL, 0, 0, 0, 0, 1, NULL, NULL},
         {"r1 b4 simple GEMM",        128, 7168, 1536, 4,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 160, 150, -1, 4, NULL, 0, 0, 0, 0, 1, NULL, NULL},
         /* our GEMM, forced */

@@ -540,15 +540,24 @@ __global__ void __launch_bounds__(kThreads, kCombineBlocksPerSm) mla_attention_c
     const int f4 = (warp % SLICES) * 32 * kF4 + lane;  // this lane's first float4 of the row; then every 32
     __nv_bfloat16 *out = p.o_lat + ((size_t)b * p.n_heads + h) * kMlaLatent;
 
-    const int len = p.cache_lens[b];
-    if (!length_is_valid(len, p.max_cache_len)) {
-        const __nv_bfloat16 nan = __float2bfloat16(NAN);
-        for (int j = 0; j < kF4; j++)
-            for (int c = 0; c < 4; c++) out[4 * (f4 + 32 * j) + c] = nan;
-        return;
+    // the rows to merge: the static splits (row s · batch + b, those T reaches), or the sequence's run-time pieces
+    // (rows slot0 + s; none where it ran whole: the attention wrote its o_lat, NaN rows for an invalid length too)
+    int n_valid, row0, row_step;
+    if (p.seq_pieces) {
+        const int sp = p.seq_pieces[b];
+        if (sp == 0) return;
+        row0 = sp >> 10, n_valid = sp & 1023, row_step = 1;
+    } else {
+        const int len = p.cache_lens[b];
+        if (!length_is_valid(len, p.max_cache_len)) {
+            const __nv_bfloat16 nan = __float2bfloat16(NAN);
+            for (int j = 0; j < kF4; j++)
+                for (int c = 0; c < 4; c++) out[4 * (f4 + 32 * j) + c] = nan;
+            return;
+        }
+        row0 = b, n_valid = (len + 1 + p.split_len - 1) / p.split_len, row_step = p.batch;
     }
-    const int n_valid = (len + 1 + p.split_len - 1) / p.split_len;
-    auto lse_of = [&](int s) { return p.lse_partial[((size_t)s * p.batch + b) * p.n_heads + h]; };
+    auto lse_of = [&](int s) { return p.lse_partial[((size_t)s * row_step + row0) * p.n_heads + h]; };
 
     float mx = -INFINITY;
     for (int s = lane; s < n_valid; s += 32) mx = fmaxf(mx, lse_of(s));
@@ -558,8 +567,8 @@ __global__ void __launch_bounds__(kThreads, kCombineBlocksPerSm) mla_attention_c
     for (int o = 16; o > 0; o /= 2) den += __shfl_xor_sync(0xffffffffu, den, o);
     const float inv_den = 1.f / den;
 
-    const float4 *src = reinterpret_cast<const float4 *>(p.o_partial + ((size_t)b * p.n_heads + h) * kMlaLatent) + f4;
-    const size_t split_stride4 = (size_t)p.batch * p.n_heads * kMlaLatent / 4;  // float4s from one split to the next
+    const float4 *src = reinterpret_cast<const float4 *>(p.o_partial + ((size_t)row0 * p.n_heads + h) * kMlaLatent) + f4;
+    const size_t split_stride4 = (size_t)row_step * p.n_heads * kMlaLatent / 4;  // float4s from one row to the next
     float4 acc[kF4];
     for (int j = 0; j < kF4; j++) acc[j] = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int s0 = 0; s0 < n_valid; s0 += CHUNK) {
@@ -695,11 +704,11 @@ size_t mla_attention_schedule_offset(int batch, int n_heads, int n_splits) {
 }
 
 size_t mla_attention_workspace_bytes(int batch, int n_heads, int n_splits) {
-    // the list, then the run-time pieces and their counters (mla_schedule_pieces)
+    // the list, then the run-time pieces, their counters and each sequence's pieces (mla_schedule_pieces)
     const size_t groups = (size_t)(n_heads + kMlaScheduleGroupHeads - 1) / kMlaScheduleGroupHeads;
     return mla_attention_schedule_offset(batch, n_heads, n_splits) +
-           (size_t)kMlaScheduleCtasMax * kMlaScheduleRounds * sizeof(int) + (size_t)batch * sizeof(MlaPiece) +
-           (size_t)batch * groups * sizeof(int);
+           (size_t)kMlaScheduleCtasMax * kMlaScheduleRounds * sizeof(int) + (size_t)kMlaScheduleUnitsMax * sizeof(MlaPiece) +
+           (size_t)batch * groups * sizeof(int) + (size_t)batch * sizeof(int);
 }
 
 cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t stream) {
@@ -732,6 +741,12 @@ cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t strea
     bool combine = true;
     if (!simple_attention_requested() && attention_kernel_choice() != kChoiceMma && mla_attention_wgmma_available(device)) {
         e = attention_kernel_choice() == kChoiceWgmma2 ? cudaErrorNotSupported : mla_attention_seesaw_launch(p, device, stream);
+        // the seesaw kernel may have run the static splits as one split with run-time pieces: the combine merges those
+        if (e == cudaSuccess && p.n_splits > 1 && mla_attention_runtime_split(p, mla_attention_seesaw_grid(p, device))) {
+            MlaAttentionParams pc = p;
+            pc.seq_pieces = mla_schedule_seq_pieces(p.schedule, p.batch, (p.n_heads + kMlaScheduleGroupHeads - 1) / kMlaScheduleGroupHeads);
+            return mla_attention_combine_launch(pc, device, stream);
+        }
         if (e == cudaErrorNotSupported && attention_kernel_choice() != kChoiceWgmma3)
             e = mla_attention_wgmma_launch(p, device, stream);  // v2.1: no TMA map needed
         if (e != cudaSuccess) return e;

@@ -85,11 +85,32 @@ struct MlaAttentionParams {
     // sequences into pieces at run time (mla_attention_schedule.cuh); 0: whole items only. A prepared list says for
     // itself (MlaScheduleArgs::pieces). A schedule: never changes a result beyond the fp32 combine's rounding.
     int split_long = 1;
+    // 1: where the seesaw kernel runs with its list and split_long, a static schedule of 2..kMlaRuntimeSplitsMax splits
+    // runs as one split whose sequences the list's writer splits at run time from their lengths, into pieces whose
+    // partials take the n_splits · batch rows of o_partial (mla_attention_runtime_split); the combine kernel then
+    // merges each sequence's pieces. Why: the static splits are cut from max_cache_len, so a batch of mixed lengths
+    // (e.g. 32 sequences of 1..8191 tokens: two splits of 4,096) is bounded by its longest split, twice the balanced
+    // share. 0: the static splits. Either way the combine kernel follows. A schedule: never changes a result beyond
+    // the fp32 combine's rounding.
+    int runtime_split = 1;
+    // Set by the launcher where the static splits run as one split with run-time pieces: [batch] ints written by the
+    // list's writer each run, (first slot << 10) | pieces for a sequence cut into pieces, 0 for one run whole (the
+    // attention wrote its o_lat, NaN rows for an invalid length). The combine kernel then merges each sequence's
+    // pieces (rows first slot.. of o_partial) instead of its static splits, and the seesaw kernel's last piece does
+    // not. nullptr: the static splits.
+    const int *seq_pieces = nullptr;
 };
 
 // The list's bounds: at most this many rounds (more: index order, no list), units ranked (more: index order in the
 // list) and CTAs (a larger grid, dev builds only: index order)
 constexpr int kMlaScheduleRounds = 14, kMlaScheduleUnitsMax = 1024, kMlaScheduleCtasMax = 1024;
+// The most static splits that run as one split with run-time pieces (MlaAttentionParams::runtime_split): batches of
+// ~8-63 at the reference lengths, where it was measured (bench/results/2026-11-28-h200-runtime-split). More (batch 1-4:
+// 16-65 splits a sequence) keep the static splits: the writer cuts a sequence into at most kMlaSplitCandidates (32)
+// pieces, and at those batches the static splits already fill the grid.
+constexpr int kMlaRuntimeSplitsMax = 8;
+// split_len of one split over every length up to max_cache_len (a multiple of 64)
+inline int one_split_len(int max_cache_len) { return (max_cache_len + 1 + 63) / 64 * 64; }
 
 // Choose n_splits / split_len for (batch, n_heads, max_cache_len) on a device with sm_count SMs from a cost model
 // (waves of one block per SM × tiles per split, plus the combine's fp32 round trip when split); large batches get
@@ -104,6 +125,12 @@ size_t mla_attention_schedule_offset(int batch, int n_heads, int n_splits);
 // The seesaw kernel's grid for these parameters on `device` (0: it would not run), the grid a prepared list must be
 // written for (MlaAttentionParams::schedule_grid).
 int mla_attention_seesaw_grid(const MlaAttentionParams &p, int device);
+// Whether the seesaw kernel runs these parameters (static n_splits > 1) as one split with pieces made at run time
+// (MlaAttentionParams::runtime_split): returns the piece slots (n_splits · batch, the rows of o_partial), else 0 (the
+// static splits). Either way the combine kernel follows. A prepared list must then be written for one split,
+// split_len ≥ max_cache_len + 1, with these slots (MlaScheduleArgs::piece_slots) and the table of each sequence's
+// pieces (MlaScheduleArgs::seq_pieces at mla_schedule_seq_pieces). `grid`: mla_attention_seesaw_grid's.
+int mla_attention_runtime_split(const MlaAttentionParams &p, int grid);
 
 // Enqueue the split kernel and the combine kernel on `stream`. No allocation, no synchronization.
 // With n_splits == 1 the fast kernels write o_lat (and NaN rows for invalid lengths) themselves and no combine is

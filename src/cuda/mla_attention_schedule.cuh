@@ -28,7 +28,18 @@
 // partial and LSE to o_partial / lse_partial row slot·n_heads + head (one split leaves those [batch][n_heads] rows
 // unused), and the last of a (sequence, head group)'s pieces to finish (a counter per pair, zeroed here each run)
 // combines them into o_lat. Equal lengths never split (index order as before), nor does a batch of uniformly random
-// lengths (its longest item is about the balanced share).
+// lengths (its longest item is about the balanced share). The estimate also knows that where there are more items (or
+// more of P − 1 tiles and up) than CTAs, some CTA takes two.
+//
+// Static splits run as one split with run-time pieces (MlaScheduleArgs::piece_slots, MlaAttentionParams::runtime_split;
+// batches of ~8-63): the static schedule cuts every sequence at max_cache_len / n_splits, so a batch of mixed lengths
+// is bounded by its longest split (32 sequences of 1..8191 tokens: two splits of 4,096 tokens, about twice the
+// balanced share). There the attention runs one split, and the writer cuts this run's sequences into pieces with
+// n_splits · batch slots (the rows the static splits' partials would take), equal lengths too (the grid would idle:
+// 32 sequences are 64 items for 132 CTAs; their pieces go in index order, no ranking). The combine kernel that follows
+// merges each sequence's pieces (seq_pieces: its first slot and count, 0 where it ran whole) as it merged the static
+// splits, faster than the last piece's one CTA (+8 to +17 µs at batches 8-32 with that); the snake deals them (LPT's
+// chain made the writer outlast the query kernel beside which it runs, and gains nothing with ~one round of items).
 #pragma once
 
 #include "cuda/mla_attention.cuh"
@@ -49,13 +60,19 @@ struct MlaPiece {
     int b, tok_begin, tok_end, slots;
 };
 static_assert(kMlaSplitCandidates < 1024, "a piece count fits 10 bits");
-// The pieces ([batch] MlaPiece) and their counters ([batch][n_groups] int) follow the list in the attention's
-// workspace (mla_attention_workspace_bytes counts them)
+// The pieces ([kMlaScheduleUnitsMax] MlaPiece: a piece is a unit, so there are never more) and their counters
+// ([batch][n_groups] int) follow the list in the attention's workspace (mla_attention_workspace_bytes counts them), at
+// offsets that do not depend on the batch: the kernel finds them from the list alone
 static __host__ __device__ __forceinline__ MlaPiece *mla_schedule_pieces(int *list) {
     return reinterpret_cast<MlaPiece *>(list + (size_t)kMlaScheduleCtasMax * kMlaScheduleRounds);
 }
-static __host__ __device__ __forceinline__ int *mla_schedule_counters(int *list, int batch) {
-    return reinterpret_cast<int *>(mla_schedule_pieces(list) + batch);
+static __host__ __device__ __forceinline__ int *mla_schedule_counters(int *list) {
+    return reinterpret_cast<int *>(mla_schedule_pieces(list) + kMlaScheduleUnitsMax);
+}
+// and where static splits run as one split with run-time pieces, each sequence's pieces ([batch] ints,
+// MlaAttentionParams::seq_pieces), after the counters
+static __host__ __device__ __forceinline__ int *mla_schedule_seq_pieces(int *list, int batch, int n_groups) {
+    return mla_schedule_counters(list) + (size_t)batch * n_groups;
 }
 
 struct MlaScheduleArgs {
@@ -70,6 +87,13 @@ struct MlaScheduleArgs {
     // the attention's workspace (mla_attention_schedule_pieces); nullptr: whole items only
     MlaPiece *pieces = nullptr;
     int *counters = nullptr;
+    // the pieces' slots: rows of o_partial / lse_partial a piece may take (0: batch, the one-split workspace's unused
+    // rows; n_splits · batch where a static split runs as one split, MlaAttentionParams::runtime_split). More slots
+    // than sequences also let equal lengths split (the grid would be idle otherwise: 32 sequences are 64 items)
+    int piece_slots = 0;
+    // with piece_slots: [batch] each sequence's pieces for the combine kernel, (first slot << 10) | k, 0 for a
+    // sequence that runs whole (written every run; MlaAttentionParams::seq_pieces); nullptr: none
+    int *seq_pieces = nullptr;
     // dev builds: clock64 at the writer's steps (start, keys, split decided, pieces written, ranked, LPT, end)
     long long *clocks = nullptr;
 };
@@ -129,13 +153,17 @@ static __device__ __noinline__ int mla_schedule_split(const MlaScheduleArgs &a, 
     // (units, pieces, cost in quarter tiles); warp 0 takes the best. (One candidate a thread over all the units, 256
     // of them, took ~15 µs on the CTA: divergent integer divisions.)
     const int warp = tid / 32, lane = tid % 32, n_warps = nthreads / 32;
-    for (int i = tid; i < 3 * kMlaSplitCandidates; i += nthreads) kk[i] = 0;
+    constexpr int C = kMlaSplitCandidates;
+    for (int i = tid; i < 6 * C; i += nthreads) kk[i] = i < 5 * C ? 0 : 0x7fffffff;
     __syncthreads();
     const int k_longest = lane + 1;
     const int P_lane = max(2, (((longest + k_longest - 1) / k_longest) + 1) & ~1);  // whole pairs
     const float inv_p = 1.f / (float)P_lane;
+    // Besides the units, pieces and cost: the items that read the cache (`real`), those of at least P − 1 tiles
+    // (`big`) and the smallest, for two more bounds on the busiest CTA (below)
+    const int big_tiles = max(1, P_lane - 1);
     {
-        int units = 0, pieces = 0, cost = 0;
+        int units = 0, pieces = 0, cost = 0, real = 0, big = 0, smallest = 0x7fffffff;
         const int per_warp = (n_units + n_warps - 1) / n_warps, u_end = min(n_units, (warp + 1) * per_warp);
         for (int u = warp * per_warp; u < u_end; ++u) {
             const int t = key[u];
@@ -146,25 +174,42 @@ static __device__ __noinline__ int mla_schedule_split(const MlaScheduleArgs &a, 
             if (t > P_lane) {
                 int k = __float2int_rz((float)(t - 1) * inv_p) + 1;  // ceil(t / P), corrected for the rounding
                 k += k * P_lane < t ? 1 : (k - 1) * P_lane >= t ? -1 : 0;
-                pieces += k, units += k;
+                pieces += k, units += k, real += k;
                 cost += 4 * t + k * (kMlaItemFixedQ + kMlaPieceCombineQ);
+                const int last = t - (k - 1) * P_lane;
+                big += k - 1 + (last >= big_tiles);
+                smallest = min(smallest, mla_schedule_size(last, true));
             } else {
-                units += 1;
+                units += 1, real += 1;
                 cost += mla_schedule_size(t, false);
+                big += t >= big_tiles;
+                smallest = min(smallest, mla_schedule_size(t, false));
             }
         }
         atomicAdd(&kk[lane], units);
-        atomicAdd(&kk[kMlaSplitCandidates + lane], pieces);
-        atomicAdd(&kk[2 * kMlaSplitCandidates + lane], cost);
+        atomicAdd(&kk[C + lane], pieces);
+        atomicAdd(&kk[2 * C + lane], cost);
+        atomicAdd(&kk[3 * C + lane], real);
+        atomicAdd(&kk[4 * C + lane], big);
+        atomicMin(&kk[5 * C + lane], smallest);
     }
     __syncthreads();
     if (warp == 0) {
-        const int units = kk[lane], pieces = kk[kMlaSplitCandidates + lane], cost = kk[2 * kMlaSplitCandidates + lane];
-        // the same as whole items; slots (o_partial has [batch] of them); units (the key array, the list's rounds)
-        const bool ok = (k_longest == 1 || P_lane < longest) && pieces <= n_units &&
+        const int units = kk[lane], pieces = kk[C + lane], cost = kk[2 * C + lane];
+        const int real = kk[3 * C + lane], big = kk[4 * C + lane], smallest = kk[5 * C + lane];
+        // the same as whole items; slots (rows of o_partial: piece_slots, else the one-split workspace's [batch]);
+        // units (the key array, the list's rounds)
+        const int slots = a.piece_slots > 0 ? a.piece_slots : n_units;
+        const bool ok = (k_longest == 1 || P_lane < longest) && pieces <= slots &&
                         n_units + pieces <= kMlaScheduleUnitsMax && units * a.n_groups <= kMlaScheduleRounds * grid;
         const float largest = (float)mla_schedule_size(min(P_lane, longest), pieces > 0);
-        const float e = fmaxf(largest, (float)cost * (float)a.n_groups / (float)grid);  // quarter tiles
+        // the busiest CTA, in quarter tiles: at least the largest item and the average load; and where more items
+        // than CTAs (or more big ones) there are, some CTA takes two of them: at least twice the smallest (twice
+        // P − 1 tiles). Without the last two, equal lengths split finer than the grid holds (32 × 8191 tokens into
+        // 3 pieces each: 192 items on 132 CTAs, 60 of them taking two) for an average a little lower than 2 pieces'
+        float e = fmaxf(largest, (float)cost * (float)a.n_groups / (float)grid);
+        if (real * a.n_groups > grid) e = fmaxf(e, 2.f * (float)smallest);
+        if (big * a.n_groups > grid) e = fmaxf(e, 2.f * (float)mla_schedule_size(big_tiles, false));
         const float e_whole = __shfl_sync(0xffffffffu, e, 0);
         unsigned long long mine = ok ? ((unsigned long long)__float_as_uint(e) << 32) | (unsigned)k_longest : ~0ull;
         for (int o = 16; o > 0; o /= 2) mine = min(mine, __shfl_xor_sync(0xffffffffu, mine, o));
@@ -200,6 +245,7 @@ static __device__ __noinline__ int mla_schedule_split(const MlaScheduleArgs &a, 
             a.pieces[slot + i] = piece;
             key[n_units + slot + i] = min(P, t - i * P);
         }
+        if (a.seq_pieces) a.seq_pieces[u] = (slot << 10) | k;  // (zeroed at the writer's start, then a barrier)
         for (int g = 0; g < a.n_groups; ++g) a.counters[u * a.n_groups + g] = 0;
         key[u] = -1;
         n_pieces += k;
@@ -406,6 +452,9 @@ static __device__ __noinline__ void mla_schedule_write(const MlaScheduleArgs &a,
         const int c = e / kMlaScheduleRounds, k = e % kMlaScheduleRounds;
         a.list[e] = k < rounds && c + k * grid < a.n_items ? c + k * grid : -1;
     }
+    // every sequence whole until split (one split: the units are the sequences)
+    if (a.seq_pieces)
+        for (int b = tid; b < n_units; b += nthreads) a.seq_pieces[b] = 0;
     const bool may_split = a.pieces != nullptr && a.n_splits == 1;
     if ((rounds < 2 && !may_split) || n_units > kMlaScheduleUnitsMax) return;
     // key[u] = tiles of unit u (0: reads nothing; −1: a split sequence or padding to a multiple of 4, never counted)
@@ -418,10 +467,26 @@ static __device__ __noinline__ void mla_schedule_write(const MlaScheduleArgs &a,
     bool same = true;
     for (int u = tid; u < n_units; u += nthreads) same &= key[u] == key[0];
     stamp(1);
-    if (__syncthreads_and(same)) return;
+    // equal lengths: index order, unless there are more piece slots than sequences (a static split that runs as one
+    // split: pieces then do what the static splits did, cut from the lengths of this run rather than the longest)
+    const bool split_equal = may_split && a.piece_slots > n_units;
+    const bool all_same = __syncthreads_and(same);
+    if (all_same && !split_equal) return;
     const int n_rank = may_split ? mla_schedule_split(a, key, col_of, n_units) : n_units;  // pieces included
     stamp(3);
     if (n_rank == n_units && rounds < 2) return;  // one round of whole items: index order
+    // equal lengths cut into pieces: every sequence is, into as many pieces of the same sizes, so the pieces' items in
+    // index order are as balanced as any ranking (and the writer, which runs beside the query kernel on its spare SM,
+    // ends ~25k cycles sooner than with the ranking and LPT: the layer's query phase took +4-5 µs with them)
+    if (all_same && n_rank > n_units) {
+        const int first = n_units * n_groups, n_piece_items = (n_rank - n_units) * n_groups;
+        for (int e = tid; e < grid * kMlaScheduleRounds; e += nthreads) {
+            const int c = e / kMlaScheduleRounds, k = e % kMlaScheduleRounds, i = c + k * grid;
+            a.list[e] = i < n_piece_items ? first + i : -1;
+        }
+        stamp(6);
+        return;
+    }
     const int n_pad = (n_rank + 3) & ~3;
     for (int u = tid; u < n_pad; u += nthreads)
         key[u] = u < n_rank && key[u] >= 0 ? mla_schedule_rank_key(key[u], u >= n_units, u) : -1;
@@ -473,9 +538,14 @@ static __device__ __noinline__ void mla_schedule_write(const MlaScheduleArgs &a,
     total = (int)__reduce_add_sync(0xffffffffu, (unsigned)total);
     if (tid % 32 == 0) atomicAdd(&sc[7], total);
     __syncthreads();
-    // LPT, only where the list holds pieces (else the snake, as before the pieces)
+    // LPT, only where the list holds pieces (else the snake, as before the pieces), and not where static splits run as
+    // one split with run-time pieces (piece_slots > n_units: batches of 8-63). There the items are about one round
+    // (at most ~grid pieces and short sequences), where the snake's busiest CTA is the largest item, as LPT's: equal in
+    // a model of batches 8-48 at lengths uniform in [1, 8191]; and LPT's chain (~300 cycles a unit) made the writer
+    // outlast the query kernel it runs beside (batch 32: the query phase +9 µs with it)
     const int columns = grid / n_groups, n_placed = sc[6];
-    const bool lpt_ok = n_rank > n_units && columns >= 1 && columns <= min(kMlaLptColumnsMax, nthreads) && sc[7] < (1 << 22);
+    const bool lpt_ok = n_rank > n_units && a.piece_slots <= n_units && columns >= 1 &&
+                        columns <= min(kMlaLptColumnsMax, nthreads) && sc[7] < (1 << 22);
     if (lpt_ok) {
         const int busiest = mla_schedule_lpt(key, order, run_end, n_placed, columns, lpt_columns, col_of, prefix_of);
         if (tid == 0) sc[9] = busiest;

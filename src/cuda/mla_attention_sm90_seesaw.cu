@@ -205,7 +205,7 @@ __device__ __forceinline__ void seesaw_piece_done(const MlaAttentionParams &p, i
     bool last_count = false;
     if (tid == 0) {
         const int slots = mla_schedule_pieces(p.schedule)[slot].slots;
-        int *const counter = mla_schedule_counters(p.schedule, p.batch) + b * n_groups + head0 / kHeads;
+        int *const counter = mla_schedule_counters(p.schedule) + b * n_groups + head0 / kHeads;
         last_count = atomicAdd(counter, 1) == (slots & 1023) - 1;
     }
     if (ptx::named_bar_sync_or(kBarOut, kThreads, last_count)) {
@@ -1001,8 +1001,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                 if (wg == 0 && t4 == 0)
                     p.lse_partial[row_out] = (hh == 0 ? m_run0 : m_run1) + logf(hh == 0 ? lt0 : lt1);
             }
-            // the last of a long sequence's pieces to finish combines them (from L2: no shared memory)
-            if (cur.split < 0) seesaw_piece_done(p, cur.b, cur.head0, cur.heads, -1 - cur.split, n_groups);
+            // the last of a long sequence's pieces to finish combines them (from L2: no shared memory), unless the
+            // combine kernel follows (static splits run as one with run-time pieces: its many warps are faster)
+            if (cur.split < 0 && !p.seq_pieces) seesaw_piece_done(p, cur.b, cur.head0, cur.heads, -1 - cur.split, n_groups);
         }
         if (items_done < kTraceItems) stamp(3 + 3 * items_done);
         stamp_end(5, items_done);
@@ -1074,7 +1075,11 @@ long long seesaw_ctas(const MlaAttentionParams &p, int device, cudaError_t *e) {
     }();
     if (cap > 0) ctas = cap;
 #endif
-    return ctas > items ? items : ctas;
+    // static splits that may run as one with run-time pieces (mla_attention_runtime_split): every SM, which the pieces
+    // can fill (the static items may be fewer: 32 sequences × 2 splits × 2 head groups are 128)
+    const bool pieces_may_fill = p.runtime_split && p.split_long && p.balance && p.schedule && p.n_splits > 1 &&
+                                 p.n_splits <= kMlaRuntimeSplitsMax;
+    return ctas > items && !pieces_may_fill ? items : ctas;
 }
 
 template <int kExp>
@@ -1089,10 +1094,17 @@ cudaError_t launch_seesaw(const MlaAttentionParams &p_in, const CUtensorMap &map
         done_mask.fetch_or(bit, std::memory_order_acq_rel);
     }
     cudaError_t e;
+    // the grid of the static splits' items, also where they run as one split with run-time pieces (which fill it)
     const long long ctas = seesaw_ctas(p_in, device, &e);
     if (ctas <= 0) return e;
     MlaAttentionParams p = p_in;
-    const int n_items = (int)((long long)p.n_splits * p.batch * ((p.n_heads + kHeads - 1) / kHeads));
+    const int piece_slots = mla_attention_runtime_split(p_in, (int)ctas);
+    const int n_groups = (p.n_heads + kHeads - 1) / kHeads;
+    if (piece_slots > 0) {  // one split; the combine kernel that follows merges the pieces
+        p.n_splits = 1, p.split_len = one_split_len(p.max_cache_len);
+        p.seq_pieces = mla_schedule_seq_pieces(p.schedule, p.batch, n_groups);
+    }
+    const int n_items = (int)((long long)p.n_splits * p.batch * n_groups);
     // balanced only with a list: workspace for it, at most kListMax rounds, a grid the list can describe
     p.balance = p.balance && p.schedule && ctas <= kMlaScheduleCtasMax &&
                 mla_schedule_rounds(n_items, (int)ctas) <= kListMax;
@@ -1102,13 +1114,15 @@ cudaError_t launch_seesaw(const MlaAttentionParams &p_in, const CUtensorMap &map
         a.max_cache_len = p.max_cache_len;
         a.n_splits = p.n_splits;
         a.split_len = p.split_len;
-        a.n_groups = (p.n_heads + kHeads - 1) / kHeads;
+        a.n_groups = n_groups;
         a.n_items = n_items;
         a.grid = (int)ctas;
         a.list = p.schedule;
         const bool split_long = p.split_long && p.n_splits == 1;
         a.pieces = split_long ? mla_schedule_pieces(p.schedule) : nullptr;
-        a.counters = split_long ? mla_schedule_counters(p.schedule, p.batch) : nullptr;
+        a.counters = split_long ? mla_schedule_counters(p.schedule) : nullptr;
+        a.piece_slots = piece_slots;
+        a.seq_pieces = piece_slots > 0 ? mla_schedule_seq_pieces(p.schedule, p.batch, n_groups) : nullptr;
 #if defined(LATTE_DEV_EXPERIMENTS)
         long long *clocks = nullptr;
         if (cudaGetSymbolAddress(reinterpret_cast<void **>(&clocks), g_schedule_clocks) == cudaSuccess) a.clocks = clocks;
@@ -1158,11 +1172,25 @@ int mla_attention_seesaw_grid(const MlaAttentionParams &p, int device) {
     return e == cudaSuccess && ctas > 0 ? (int)ctas : 0;
 }
 
+// A static schedule of 2..kMlaRuntimeSplitsMax splits runs as one split with pieces cut at run time (see
+// MlaAttentionParams::runtime_split) where the list is written and may split: a balanced list for this grid (at most
+// kListMax rounds of one split's items), long sequences allowed to split, and every sequence a unit of the list.
+int mla_attention_runtime_split(const MlaAttentionParams &p, int grid) {
+    const int n_groups = (p.n_heads + kHeads - 1) / kHeads;
+    const long long one_split_items = (long long)p.batch * n_groups;
+    const bool ok = p.runtime_split && p.split_long && p.balance && p.schedule && p.n_splits > 1 &&
+                    p.n_splits <= kMlaRuntimeSplitsMax && grid > 0 && grid <= kMlaScheduleCtasMax &&
+                    p.batch < kMlaScheduleUnitsMax && mla_schedule_rounds((int)one_split_items, grid) <= kListMax;
+    return ok ? p.n_splits * p.batch : 0;
+}
+
 cudaError_t mla_attention_seesaw_launch(const MlaAttentionParams &p_in, int device, cudaStream_t stream) {
     MlaAttentionParams p = p_in;
-    // q's lines are discarded only where each is read once (one split) and an item's queries are whole lines
-    // (packed heads of 1152 bytes = 9 lines, 128-byte aligned rows)
-    p.discard_q = p_in.discard_q && p.n_splits == 1 && p.q_head_stride == kMlaRow &&
+    // q's lines are discarded only where each is read once (one split, also where the static splits run as one with
+    // run-time pieces: a piece's queries are not discarded) and an item's queries are whole lines (packed heads of
+    // 1152 bytes = 9 lines, 128-byte aligned rows)
+    const bool one_split = p.n_splits == 1 || (p_in.discard_q && mla_attention_runtime_split(p, mla_attention_seesaw_grid(p, device)));
+    p.discard_q = p_in.discard_q && one_split && p.q_head_stride == kMlaRow &&
                   reinterpret_cast<uintptr_t>(p.q) % 128 == 0 && (p.batch == 1 || p.q_batch_stride % 64 == 0);
     CUtensorMap map, q_map, o_map;
     if (!encode_kv_map(p, &map) || !encode_q_map(p, &q_map) || !encode_o_map(p, &o_map)) return cudaErrorNotSupported;

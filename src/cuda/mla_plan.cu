@@ -128,8 +128,9 @@ struct ShapeSelection {
     // b-d through the fused query kernel (mla_q_absorb_sm90) instead of up, rope and W_UK one after another
     bool q_fused, q_fused_untuned;
     float q_fused_us, q_split_us;  // tune's medians: the fused kernel; up + rope + W_UK as chosen (tuned only; < 0: not timed)
-    int64_t tuned_max_cache_len;   // the length tune was given, and the attention's splits there (tuned only)
-    int tuned_attn_splits;
+    int64_t tuned_max_cache_len;   // the length tune was given, and the attention's splits there (tuned only):
+    int tuned_attn_splits;         // the static schedule's,
+    int tuned_attn_run_splits;     // and as it runs (1 where the static splits are cut at run time instead)
 };
 
 // One entry of the plan's shape table. g (cuBLASLt layouts + heuristic; not ready without cuBLASLt) never
@@ -161,6 +162,7 @@ struct MlaCudaPlan {
     int uv_sm90;                    // the tune's W_UV: -1 sm90 within a slack, 0 fastest, 1 sm90 (LATTE_MLA_UV_SM90)
     bool balance;                   // the attention's items dealt longest first (LATTE_MLA_BALANCE)
     bool split_long;                // the balanced schedule may split long sequences at run time (LATTE_MLA_SPLIT_LONG)
+    bool runtime_split;             // a static split of 2..8 runs as one split with run-time pieces (LATTE_MLA_RUNTIME_SPLIT)
     bool attn_prep;                 // the fused query kernel's spare CTA writes the attention's list (LATTE_MLA_ATTN_PREP)
     bool tune_wide;                 // the tune also times cuBLASLt's neighbourhood of its top-1 (LATTE_MLA_TUNE_WIDE)
     latte::LtContext lt;
@@ -178,7 +180,10 @@ struct MlaLayout {
     size_t down_out, lt_ws;        // cuBLASLt or sm90 (else 0): bf16 [batch][dq + 576]; cuBLASLt's workspace (else 0)
     size_t counters, counter_bytes;  // sm90 only (else 0): its fixup counters, int (zeroed by runs with stream-K)
     int split_down, split_up, split_uk, split_uv, split_out;
-    int attn_splits, attn_split_len;
+    int attn_splits, attn_split_len;  // the static schedule (the workspace's rows of partials are sized by it)
+    // the attention as it runs: attn_splits, or 1 where the seesaw kernel cuts the static splits' work at run time into
+    // pieces (MlaAttentionParams::runtime_split), which then take up to attn_piece_slots rows of partials (else 0)
+    int attn_run_splits, attn_piece_slots;
 };
 
 MlaLayout mla_layout(const struct latte_mla_plan_s *plan, int64_t batch, int64_t max_cache_len) {
@@ -194,6 +199,21 @@ MlaLayout mla_layout(const struct latte_mla_plan_s *plan, int64_t batch, int64_t
     L.split_out = latte::gemm_choose_split(cp->gemm, batch, dim, H * kV, 1, simple);
     latte::mla_attention_schedule((int)batch, H, (int)max_cache_len, cp->gemm.sm_count, &L.attn_splits,
                                   &L.attn_split_len);
+    L.attn_piece_slots = 0;
+    if (L.attn_splits > 1 && latte::mla_attention_wgmma_available(plan->device)) {
+        latte::MlaAttentionParams gp;
+        gp.batch = (int)batch;
+        gp.n_heads = H;
+        gp.n_splits = L.attn_splits;
+        gp.split_len = L.attn_split_len;
+        gp.balance = cp->balance ? 1 : 0;
+        gp.split_long = cp->split_long ? 1 : 0;
+        gp.runtime_split = cp->runtime_split ? 1 : 0;
+        static int list_stub;  // (the run always gives the attention its list's workspace)
+        gp.schedule = &list_stub;
+        L.attn_piece_slots = latte::mla_attention_runtime_split(gp, latte::mla_attention_seesaw_grid(gp, plan->device));
+    }
+    L.attn_run_splits = L.attn_piece_slots > 0 ? 1 : L.attn_splits;
 
     size_t partial = latte::gemm_partial_bytes(batch, dq + kRow, 1, L.split_down);  // always: the epilogue reads it
     auto need = [&](int split, int N, int z) {
@@ -474,9 +494,10 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
         !env_switch("LATTE_MLA_UV_EARLY", 1, &uv_early_want) || !env_switch("LATTE_MLA_BALANCE", 1, &balance_want))
         return LATTE_STATUS_INVALID_ARGUMENT;
     const bool append_in_q = append_want != 0, discard_scratch = discard_want != 0, uv_early = uv_early_want != 0;
-    int attn_prep_want = 1, tune_wide_want = 1, split_long_want = 1, uv_sm90_want = -1;
+    int attn_prep_want = 1, tune_wide_want = 1, split_long_want = 1, uv_sm90_want = -1, runtime_split_want = 1;
     if (!env_switch("LATTE_MLA_ATTN_PREP", 1, &attn_prep_want) || !env_switch("LATTE_MLA_TUNE_WIDE", 1, &tune_wide_want) ||
-        !env_switch("LATTE_MLA_SPLIT_LONG", 1, &split_long_want) || !env_switch("LATTE_MLA_UV_SM90", -1, &uv_sm90_want))
+        !env_switch("LATTE_MLA_SPLIT_LONG", 1, &split_long_want) || !env_switch("LATTE_MLA_UV_SM90", -1, &uv_sm90_want) ||
+        !env_switch("LATTE_MLA_RUNTIME_SPLIT", 1, &runtime_split_want))
         return LATTE_STATUS_INVALID_ARGUMENT;
     const latte::CublasLtApi *lt_api = nullptr;
     if (want_lt) {
@@ -502,6 +523,7 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
     cp->balance = balance_want != 0;
     cp->attn_prep = attn_prep_want != 0;
     cp->split_long = split_long_want != 0;
+    cp->runtime_split = runtime_split_want != 0;
     cp->tune_wide = tune_wide_want != 0;
     if ((e = latte::gemm_bf16_setup(&cp->gemm))) {
         delete cp;
@@ -710,23 +732,31 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
         latte::MlaAttentionParams gp;
         gp.batch = (int)M;
         gp.n_heads = H;
-        gp.n_splits = L.attn_splits;
+        gp.n_splits = L.attn_splits;  // the grid: as the attention's launch finds it (below: ap)
+        gp.balance = cp->balance ? 1 : 0;
+        gp.split_long = cp->split_long ? 1 : 0;
+        gp.runtime_split = cp->runtime_split ? 1 : 0;
+        gp.schedule = attn_schedule;
         const int grid = latte::mla_attention_seesaw_grid(gp, dev);
         const int groups = (H + latte::kMlaScheduleGroupHeads - 1) / latte::kMlaScheduleGroupHeads;
-        const int n_items = groups * L.attn_splits * (int)M;  // < 2^31: the attention's launch checks the same
+        const int n_items = groups * L.attn_run_splits * (int)M;  // < 2^31: the attention's launch checks the same
         if (grid > 0 && grid <= latte::kMlaScheduleCtasMax &&
             latte::mla_schedule_rounds(n_items, grid) <= latte::kMlaScheduleRounds) {
             qa.attn.cache_lens = a->cache_lens;
             qa.attn.max_cache_len = (int)a->max_cache_len;
-            qa.attn.n_splits = L.attn_splits;
-            qa.attn.split_len = L.attn_split_len;
+            // as the attention's launch would write it (mla_attention_runtime_split: one split and its slots)
+            qa.attn.n_splits = L.attn_run_splits;
+            qa.attn.split_len = L.attn_piece_slots > 0 ? latte::one_split_len((int)a->max_cache_len) : L.attn_split_len;
             qa.attn.n_groups = groups;
             qa.attn.n_items = n_items;
             qa.attn.grid = grid;
             qa.attn.list = attn_schedule;
-            if (cp->split_long && L.attn_splits == 1) {
+            if (cp->split_long && L.attn_run_splits == 1) {
                 qa.attn.pieces = latte::mla_schedule_pieces(attn_schedule);
-                qa.attn.counters = latte::mla_schedule_counters(attn_schedule, (int)M);
+                qa.attn.counters = latte::mla_schedule_counters(attn_schedule);
+                qa.attn.piece_slots = L.attn_piece_slots;
+                if (L.attn_piece_slots > 0)
+                    qa.attn.seq_pieces = latte::mla_schedule_seq_pieces(attn_schedule, (int)M, groups);
             }
             attn_schedule_grid = grid;
         }
@@ -859,6 +889,7 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
         ap.launch_dependents = cp->uv_early && on_sm90[kUv] && L.attn_splits == 1 ? 1 : 0;
         ap.balance = cp->balance ? 1 : 0;
         ap.split_long = cp->split_long ? 1 : 0;
+        ap.runtime_split = cp->runtime_split ? 1 : 0;
         ap.schedule = attn_schedule;
         ap.schedule_ready = attn_schedule_grid > 0 ? 1 : 0;
         ap.schedule_grid = attn_schedule_grid;
@@ -1273,6 +1304,7 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
     out.tuned = true;
     out.tuned_max_cache_len = max_cache_len;
     out.tuned_attn_splits = L.attn_splits;
+    out.tuned_attn_run_splits = L.attn_run_splits;
     {
         std::lock_guard<std::mutex> lock(cp->shape_mutex);
         for (int i = 0; i < kNProj; i++) {  // (the untuned choices stay as they were made)
@@ -1287,6 +1319,7 @@ extern "C" latte_status latte_cuda_mla_plan_tune(struct latte_mla_plan_s *plan, 
         shape->sel.q_split_us = out.q_split_us;
         shape->sel.tuned_max_cache_len = out.tuned_max_cache_len;
         shape->sel.tuned_attn_splits = out.tuned_attn_splits;
+        shape->sel.tuned_attn_run_splits = out.tuned_attn_run_splits;
         shape->sel.tuned = true;
     }
     return LATTE_STATUS_SUCCESS;
@@ -1340,7 +1373,10 @@ extern "C" latte_status latte_cuda_mla_plan_describe(struct latte_mla_plan_s *pl
     if (sel.tuned)  // what the W_UV choice assumed: the early launch only behind an unsplit attention
         append("attention at the tuned length %lld: %d split(s)%s\n", (long long)sel.tuned_max_cache_len,
                sel.tuned_attn_splits,
-               sel.tuned_attn_splits > 1 ? ", then the combine kernel (no early W_UV launch)" : "");
+               sel.tuned_attn_splits == 1 ? ""
+               : sel.tuned_attn_run_splits == 1 ? " run as one, its sequences cut into pieces at run time, then the "
+                                                  "combine kernel (no early W_UV launch)"
+                                                : ", then the combine kernel (no early W_UV launch)");
 #undef append
     return LATTE_STATUS_SUCCESS;
 }
