@@ -105,9 +105,9 @@ struct MlaAttentionParams {
 // list) and CTAs (a larger grid, dev builds only: index order)
 constexpr int kMlaScheduleRounds = 14, kMlaScheduleUnitsMax = 1024, kMlaScheduleCtasMax = 1024;
 // The most static splits that run as one split with run-time pieces (MlaAttentionParams::runtime_split): batches of
-// ~8-63 at the reference lengths, where it was measured (bench/results/2026-11-28-h200-runtime-split). More (batch 1-4:
-// 16-65 splits a sequence) keep the static splits: the writer cuts a sequence into at most kMlaSplitCandidates (32)
-// pieces, and at those batches the static splits already fill the grid.
+// about 8-32 at long caches (from 33 sequences on, two head groups fill the grid unsplit), where it was measured
+// (bench/results/2026-11-28-h200-runtime-split). More (batch 1-4: 16-65 splits a sequence) keep the static splits:
+// the writer cuts a sequence into at most kMlaSplitCandidates (32) pieces, and there the static splits fill the grid.
 constexpr int kMlaRuntimeSplitsMax = 8;
 // split_len of one split over every length up to max_cache_len (a multiple of 64)
 inline int one_split_len(int max_cache_len) { return (max_cache_len + 1 + 63) / 64 * 64; }

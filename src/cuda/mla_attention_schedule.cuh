@@ -32,9 +32,9 @@
 // more of P − 1 tiles and up) than CTAs, some CTA takes two.
 //
 // Static splits run as one split with run-time pieces (MlaScheduleArgs::piece_slots, MlaAttentionParams::runtime_split;
-// batches of ~8-63): the static schedule cuts every sequence at max_cache_len / n_splits, so a batch of mixed lengths
-// is bounded by its longest split (32 sequences of 1..8191 tokens: two splits of 4,096 tokens, about twice the
-// balanced share). There the attention runs one split, and the writer cuts this run's sequences into pieces with
+// batches of about 8-32 at long caches): the static schedule cuts every sequence at max_cache_len / n_splits, so a
+// batch of mixed lengths is bounded by its longest split (32 sequences of 1..8191 tokens: two splits of 4,096 tokens,
+// about twice the balanced share). There the attention runs one split, and the writer cuts this run's sequences into pieces with
 // n_splits · batch slots (the rows the static splits' partials would take), equal lengths too (the grid would idle:
 // 32 sequences are 64 items for 132 CTAs; their pieces go in index order, no ranking). The combine kernel that follows
 // merges each sequence's pieces (seq_pieces: its first slot and count, 0 where it ran whole) as it merged the static
@@ -539,7 +539,7 @@ static __device__ __noinline__ void mla_schedule_write(const MlaScheduleArgs &a,
     if (tid % 32 == 0) atomicAdd(&sc[7], total);
     __syncthreads();
     // LPT, only where the list holds pieces (else the snake, as before the pieces), and not where static splits run as
-    // one split with run-time pieces (piece_slots > n_units: batches of 8-63). There the items are about one round
+    // one split with run-time pieces (piece_slots > n_units: batches of about 8-32). There the items are about one round
     // (at most ~grid pieces and short sequences), where the snake's busiest CTA is the largest item, as LPT's: equal in
     // a model of batches 8-48 at lengths uniform in [1, 8191]; and LPT's chain (~300 cycles a unit) made the writer
     // outlast the query kernel it runs beside (batch 32: the query phase +9 µs with it)
