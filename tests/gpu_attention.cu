@@ -127,7 +127,7 @@ static void run_case(const Case &k, int sms) {
 
     int n_splits = 0, split_len = 0;
     mla_attention_schedule(B, H, L, sms, &n_splits, &split_len);
-    if (k.expect_pieces >= 0) n_splits = 1, split_len = (L + 1 + 63) / 64 * 64;
+    if (k.expect_pieces >= 0) n_splits = 1, split_len = one_split_len(L);
     bf16 *d_q, *d_cache, *d_cos, *d_sin, *d_o;
     int *d_lens;
     float *d_ws;

@@ -740,9 +740,11 @@ cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t strea
     // With one split per sequence the fast kernel writes o_lat itself and there is no combine.
     bool combine = true;
     if (!simple_attention_requested() && attention_kernel_choice() != kChoiceMma && mla_attention_wgmma_available(device)) {
-        e = attention_kernel_choice() == kChoiceWgmma2 ? cudaErrorNotSupported : mla_attention_seesaw_launch(p, device, stream);
+        int piece_slots = 0;
+        e = attention_kernel_choice() == kChoiceWgmma2 ? cudaErrorNotSupported
+                                                       : mla_attention_seesaw_launch(p, device, stream, &piece_slots);
         // the seesaw kernel may have run the static splits as one split with run-time pieces: the combine merges those
-        if (e == cudaSuccess && p.n_splits > 1 && mla_attention_runtime_split(p, mla_attention_seesaw_grid(p, device))) {
+        if (e == cudaSuccess && piece_slots > 0) {
             MlaAttentionParams pc = p;
             pc.seq_pieces = mla_schedule_seq_pieces(p.schedule, p.batch, (p.n_heads + kMlaScheduleGroupHeads - 1) / kMlaScheduleGroupHeads);
             return mla_attention_combine_launch(pc, device, stream);

@@ -146,7 +146,10 @@ cudaError_t mla_attention_wgmma_launch(const MlaAttentionParams &p, int device, 
 // v3 (mla_attention_sm90_seesaw.cu): the seesaw warpgroups fed by TMA. Runs where the v2.1 kernel runs (same
 // availability); cudaErrorNotSupported (nothing launched) where the driver cannot describe the cache as a TMA tensor
 // map (no encoder, or a stride / base address the unit cannot take): the caller then launches v2.1.
-cudaError_t mla_attention_seesaw_launch(const MlaAttentionParams &p, int device, cudaStream_t stream);
+// *piece_slots (if given): mla_attention_runtime_split's slots where it launched the static splits as one split with
+// run-time pieces (the combine must then merge them: MlaAttentionParams::seq_pieces), else 0.
+cudaError_t mla_attention_seesaw_launch(const MlaAttentionParams &p, int device, cudaStream_t stream,
+                                        int *piece_slots = nullptr);
 #if defined(LATTE_DEV_EXPERIMENTS)
 // Builds with -DLATTE_DEV_EXPERIMENTS: the timeline of LATTE_MLA_WGMMA_EXPERIMENT bit 8 ([2 warpgroups][8 pairs][32]
 // clock64 values: steps 0-15 as numbered in the kernel, 16-24 the S chunk waits)

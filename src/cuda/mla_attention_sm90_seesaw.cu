@@ -1082,9 +1082,10 @@ long long seesaw_ctas(const MlaAttentionParams &p, int device, cudaError_t *e) {
     return ctas > items && !pieces_may_fill ? items : ctas;
 }
 
+// ctas: seesaw_ctas's grid; piece_slots: mla_attention_runtime_split's (both decided once, by the caller)
 template <int kExp>
-cudaError_t launch_seesaw(const MlaAttentionParams &p_in, const CUtensorMap &map, const CUtensorMap &q_map,
-                          const CUtensorMap &o_map, int device, cudaStream_t stream) {
+cudaError_t launch_seesaw(const MlaAttentionParams &p_in, long long ctas, int piece_slots, const CUtensorMap &map,
+                          const CUtensorMap &q_map, const CUtensorMap &o_map, int device, cudaStream_t stream) {
     static std::atomic<unsigned long long> done_mask{0};
     const unsigned long long bit = device >= 0 && device < 64 ? 1ull << device : 0ull;
     if (bit == 0 || !(done_mask.load(std::memory_order_acquire) & bit)) {
@@ -1094,11 +1095,7 @@ cudaError_t launch_seesaw(const MlaAttentionParams &p_in, const CUtensorMap &map
         done_mask.fetch_or(bit, std::memory_order_acq_rel);
     }
     cudaError_t e;
-    // the grid of the static splits' items, also where they run as one split with run-time pieces (which fill it)
-    const long long ctas = seesaw_ctas(p_in, device, &e);
-    if (ctas <= 0) return e;
     MlaAttentionParams p = p_in;
-    const int piece_slots = mla_attention_runtime_split(p_in, (int)ctas);
     const int n_groups = (p.n_heads + kHeads - 1) / kHeads;
     if (piece_slots > 0) {  // one split; the combine kernel that follows merges the pieces
         p.n_splits = 1, p.split_len = one_split_len(p.max_cache_len);
@@ -1184,13 +1181,19 @@ int mla_attention_runtime_split(const MlaAttentionParams &p, int grid) {
     return ok ? p.n_splits * p.batch : 0;
 }
 
-cudaError_t mla_attention_seesaw_launch(const MlaAttentionParams &p_in, int device, cudaStream_t stream) {
+cudaError_t mla_attention_seesaw_launch(const MlaAttentionParams &p_in, int device, cudaStream_t stream,
+                                        int *piece_slots_out) {
+    if (piece_slots_out) *piece_slots_out = 0;
     MlaAttentionParams p = p_in;
+    // the grid of the static splits' items, also where they run as one split with run-time pieces (which fill it)
+    cudaError_t e;
+    const long long ctas = seesaw_ctas(p_in, device, &e);
+    if (ctas <= 0) return e;
+    const int piece_slots = mla_attention_runtime_split(p_in, (int)ctas);
     // q's lines are discarded only where each is read once (one split, also where the static splits run as one with
     // run-time pieces: a piece's queries are not discarded) and an item's queries are whole lines (packed heads of
     // 1152 bytes = 9 lines, 128-byte aligned rows)
-    const bool one_split = p.n_splits == 1 || (p_in.discard_q && mla_attention_runtime_split(p, mla_attention_seesaw_grid(p, device)));
-    p.discard_q = p_in.discard_q && one_split && p.q_head_stride == kMlaRow &&
+    p.discard_q = p_in.discard_q && (p.n_splits == 1 || piece_slots > 0) && p.q_head_stride == kMlaRow &&
                   reinterpret_cast<uintptr_t>(p.q) % 128 == 0 && (p.batch == 1 || p.q_batch_stride % 64 == 0);
     CUtensorMap map, q_map, o_map;
     if (!encode_kv_map(p, &map) || !encode_q_map(p, &q_map) || !encode_o_map(p, &o_map)) return cudaErrorNotSupported;
@@ -1200,21 +1203,24 @@ cudaError_t mla_attention_seesaw_launch(const MlaAttentionParams &p_in, int devi
         return v ? atoi(v) : 0;
     }();
     switch (exp) {
-        case 1: return launch_seesaw<1>(p, map, q_map, o_map, device, stream);
-        case 2: return launch_seesaw<2>(p, map, q_map, o_map, device, stream);
-        case 3: return launch_seesaw<3>(p, map, q_map, o_map, device, stream);
-        case 4: return launch_seesaw<4>(p, map, q_map, o_map, device, stream);
-        case 8: return launch_seesaw<8>(p, map, q_map, o_map, device, stream);
-        case 16: return launch_seesaw<16>(p, map, q_map, o_map, device, stream);
-        case 32: return launch_seesaw<32>(p, map, q_map, o_map, device, stream);
-        case 40: return launch_seesaw<40>(p, map, q_map, o_map, device, stream);
-        case 48: return launch_seesaw<48>(p, map, q_map, o_map, device, stream);
-        case 56: return launch_seesaw<56>(p, map, q_map, o_map, device, stream);
-        case 72: return launch_seesaw<72>(p, map, q_map, o_map, device, stream);
-        default: break;
+        case 1: e = launch_seesaw<1>(p, ctas, piece_slots, map, q_map, o_map, device, stream); break;
+        case 2: e = launch_seesaw<2>(p, ctas, piece_slots, map, q_map, o_map, device, stream); break;
+        case 3: e = launch_seesaw<3>(p, ctas, piece_slots, map, q_map, o_map, device, stream); break;
+        case 4: e = launch_seesaw<4>(p, ctas, piece_slots, map, q_map, o_map, device, stream); break;
+        case 8: e = launch_seesaw<8>(p, ctas, piece_slots, map, q_map, o_map, device, stream); break;
+        case 16: e = launch_seesaw<16>(p, ctas, piece_slots, map, q_map, o_map, device, stream); break;
+        case 32: e = launch_seesaw<32>(p, ctas, piece_slots, map, q_map, o_map, device, stream); break;
+        case 40: e = launch_seesaw<40>(p, ctas, piece_slots, map, q_map, o_map, device, stream); break;
+        case 48: e = launch_seesaw<48>(p, ctas, piece_slots, map, q_map, o_map, device, stream); break;
+        case 56: e = launch_seesaw<56>(p, ctas, piece_slots, map, q_map, o_map, device, stream); break;
+        case 72: e = launch_seesaw<72>(p, ctas, piece_slots, map, q_map, o_map, device, stream); break;
+        default: e = launch_seesaw<0>(p, ctas, piece_slots, map, q_map, o_map, device, stream); break;
     }
+#else
+    e = launch_seesaw<0>(p, ctas, piece_slots, map, q_map, o_map, device, stream);
 #endif
-    return launch_seesaw<0>(p, map, q_map, o_map, device, stream);
+    if (e == cudaSuccess && piece_slots_out) *piece_slots_out = piece_slots;
+    return e;
 }
 
 }  // namespace latte
