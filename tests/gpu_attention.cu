@@ -316,7 +316,10 @@ static void run_case(const Case &k, int sms) {
             snake = *std::max_element(snake_load.begin(), snake_load.end());
             lpt = *std::max_element(col_load.begin(), col_load.end());
             // (static splits run as one split with run-time pieces: the snake only)
-            const bool lpt_ok = runtime_slots == 0 && columns >= 1 && columns <= kMlaLptColumnsMax && total < (1 << 22) && !overflow;
+            // (and LPT only where the snake's busiest CTA is not already near the lower bound: mla_schedule_snake_enough)
+            const bool lpt_ok = runtime_slots == 0 && columns >= 1 && columns <= kMlaLptColumnsMax && total < (1 << 22) &&
+                                !overflow && !units.empty() &&
+                                snake > mla_schedule_snake_enough((int)size(units[0]), (int)total, n_groups, grid);
             const long long want = lpt_ok && lpt < snake ? lpt : snake;
             if (listed != want) {
                 printf("  %s: the list's busiest CTA has %lld quarter tiles, the better of the snake (%lld) and LPT (%lld%s)"

@@ -410,6 +410,19 @@ static __device__ __noinline__ int mla_schedule_lpt(const int *key, const int *o
     return out;
 }
 
+// The snake's busiest CTA (quarter tiles) up to which LPT is not tried: 1/kMlaSnakeEnoughDiv above a lower bound of
+// any assignment's, max(the largest unit, the average load: `total` over the units, each on n_groups of the grid's CTAs).
+// (LATTE_MLA_SNAKE_ENOUGH_DIV: an A/B build macro)
+#ifndef LATTE_MLA_SNAKE_ENOUGH_DIV
+#define LATTE_MLA_SNAKE_ENOUGH_DIV 32
+#endif
+constexpr int kMlaSnakeEnoughDiv = LATTE_MLA_SNAKE_ENOUGH_DIV;
+static __host__ __device__ __forceinline__ int mla_schedule_snake_enough(int largest, int total, int n_groups, int grid) {
+    const int average = (int)(((long long)total * n_groups + grid - 1) / grid);
+    const int bound = largest > average ? largest : average;
+    return bound + bound / kMlaSnakeEnoughDiv;
+}
+
 // Writes the whole list. Every thread of the block calls it (it has block barriers; blockDim.x a multiple of 32);
 // `smem` holds kMlaScheduleSmemInts ints.
 // Two assignments of the ranked units, the one with the less loaded busiest CTA written (loads in quarter tiles,
@@ -421,7 +434,8 @@ static __device__ __noinline__ int mla_schedule_lpt(const int *key, const int *o
 //   LPT (longest processing time first): the units in rank order, each to the least loaded of grid / n_groups
 //     columns, all its head groups to that column's CTA of each group (so they run side by side, as in the snake).
 //     A run of equal-size units at once (mla_schedule_lpt), only where pieces were made (whole units: the snake, as
-//     measured before the pieces), and not where a column would take more than the list's rounds.
+//     measured before the pieces), not where a column would take more than the list's rounds, and not where the
+//     snake's busiest CTA is already within 1/32 of a lower bound of any assignment's (mla_schedule_snake_enough).
 // The ranking is O(units²) over the block: 128 units take ~1 µs on one CTA.
 static __device__ __noinline__ void mla_schedule_write(const MlaScheduleArgs &a, int *smem) {
     using attention_detail::length_is_valid;
@@ -543,19 +557,25 @@ static __device__ __noinline__ void mla_schedule_write(const MlaScheduleArgs &a,
     // (at most ~grid pieces and short sequences), where the snake's busiest CTA is the largest item, as LPT's: equal in
     // a model of batches 8-48 at lengths uniform in [1, 8191]; and LPT's chain (~300 cycles a unit) made the writer
     // outlast the query kernel it runs beside (batch 32: the query phase +9 µs with it)
-    const int columns = grid / n_groups, n_placed = sc[6];
-    const bool lpt_ok = n_rank > n_units && a.piece_slots <= n_units && columns >= 1 &&
-                        columns <= min(kMlaLptColumnsMax, nthreads) && sc[7] < (1 << 22);
-    if (lpt_ok) {
-        const int busiest = mla_schedule_lpt(key, order, run_end, n_placed, columns, lpt_columns, col_of, prefix_of);
-        if (tid == 0) sc[9] = busiest;
-    }
-    stamp(5);
+    // The snake's busiest CTA first: where it is within 1/32 of a lower bound of every assignment's (the largest unit,
+    // the average load), LPT has little to win, and its chain is skipped (lengths uniform in [1, 8191] at batch 64:
+    // its ~64 units one at a time made the query phase 47-49 µs instead of 33; 1/16 gained as much there, and read
+    // a little worse at batch 128, within the noise: bench/results/2026-11-29-h200-stream-deal, call 7)
     int snake_max = 0;
     for (int c = tid; c < grid; c += nthreads) snake_max = max(snake_max, load[c]);
     snake_max = __reduce_max_sync(0xffffffffu, snake_max);
     if (tid % 32 == 0) atomicMax(&sc[8], snake_max);
     __syncthreads();
+    const int columns = grid / n_groups, n_placed = sc[6];
+    const bool lpt_ok = n_rank > n_units && a.piece_slots <= n_units && columns >= 1 &&
+                        columns <= min(kMlaLptColumnsMax, nthreads) && sc[7] < (1 << 22) && n_placed > 0 &&
+                        sc[8] > mla_schedule_snake_enough(mla_schedule_size_of_key(key[order[0]]), sc[7], n_groups, grid);
+    if (lpt_ok) {
+        const int busiest = mla_schedule_lpt(key, order, run_end, n_placed, columns, lpt_columns, col_of, prefix_of);
+        if (tid == 0) sc[9] = busiest;
+    }
+    stamp(5);
+    __syncthreads();  // LPT's busiest (thread 0's), before every thread compares it
     const bool lpt = lpt_ok && sc[9] < sc[8];
     for (int e = tid; e < grid * kMlaScheduleRounds; e += nthreads) a.list[e] = -1;  // the ranks replace index order
     __syncthreads();
