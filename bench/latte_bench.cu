@@ -23,6 +23,8 @@
  *   probe kernels and the library's variants, LATTE_BENCH_PROBE_VARIANTS; see bench_qknorm_probe), ~15-25 s
  *   LATTE_BENCH_QKNORM_VARIANTS=1,2,3 latte-bench ...: the QK-norm table also per kernel variant
  *   (LATTE_QKNORM_VARIANT, src/cuda/qknorm.cu), each measured in a child process.
+ *   LATTE_BENCH_CAPACITY=N (>= 8192): the MLA cache's rows per sequence, i.e. its batch stride (default 8192: 9 MiB a
+ *   sequence); the mixed-length cases then run up to N - 1 tokens.
  * Exit: 0 ok, 1 a latte call or CUDA failed, 2 no CUDA device or bad usage.
  */
 #include "latte.h"
