@@ -1376,9 +1376,8 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
                       int64_t batch) {
     const int reps = quick ? 20 : 50, phase_reps = quick ? 10 : 20;
     /* the cache's rows per sequence (its batch stride); LATTE_BENCH_CAPACITY (>= 8192) for a stride experiment */
-    int64_t capacity = 8192;
-    if (getenv("LATTE_BENCH_CAPACITY") && atoll(getenv("LATTE_BENCH_CAPACITY")) >= 8192)
-        capacity = atoll(getenv("LATTE_BENCH_CAPACITY"));
+    const char *capacity_env = getenv("LATTE_BENCH_CAPACITY");
+    const int64_t capacity = capacity_env && atoll(capacity_env) >= 8192 ? atoll(capacity_env) : 8192;
     const bool ref_batch = batch == kMlaRefBatch;
     const std::vector<int64_t> lens = ref_batch ? std::vector<int64_t>{512, 1024, 2048, 4096, 6144}
                                                 : std::vector<int64_t>{512, 2048, 4096};

@@ -412,11 +412,8 @@ static __device__ __noinline__ int mla_schedule_lpt(const int *key, const int *o
 
 // The snake's busiest CTA (quarter tiles) up to which LPT is not tried: 1/kMlaSnakeEnoughDiv above a lower bound of
 // any assignment's, max(the largest unit, the average load: `total` over the units, each on n_groups of the grid's CTAs).
-// (LATTE_MLA_SNAKE_ENOUGH_DIV: an A/B build macro)
-#ifndef LATTE_MLA_SNAKE_ENOUGH_DIV
-#define LATTE_MLA_SNAKE_ENOUGH_DIV 32
-#endif
-constexpr int kMlaSnakeEnoughDiv = LATTE_MLA_SNAKE_ENOUGH_DIV;
+// (1/16 gained as much at batch 64 and read a little worse at batch 128: bench/results/2026-11-29-h200-stream-deal)
+constexpr int kMlaSnakeEnoughDiv = 32;
 static __host__ __device__ __forceinline__ int mla_schedule_snake_enough(int largest, int total, int n_groups, int grid) {
     const int average = (int)(((long long)total * n_groups + grid - 1) / grid);
     const int bound = largest > average ? largest : average;
@@ -559,8 +556,7 @@ static __device__ __noinline__ void mla_schedule_write(const MlaScheduleArgs &a,
     // outlast the query kernel it runs beside (batch 32: the query phase +9 µs with it)
     // The snake's busiest CTA first: where it is within 1/32 of a lower bound of every assignment's (the largest unit,
     // the average load), LPT has little to win, and its chain is skipped (lengths uniform in [1, 8191] at batch 64:
-    // its ~64 units one at a time made the query phase 47-49 µs instead of 33; 1/16 gained as much there, and read
-    // a little worse at batch 128, within the noise: bench/results/2026-11-29-h200-stream-deal, call 7)
+    // its ~64 units one at a time made the query phase 47-49 µs instead of 33)
     int snake_max = 0;
     for (int c = tid; c < grid; c += nthreads) snake_max = max(snake_max, load[c]);
     snake_max = __reduce_max_sync(0xffffffffu, snake_max);
