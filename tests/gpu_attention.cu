@@ -269,6 +269,29 @@ static void run_case(const Case &k, int sms) {
                 }
             if (wrong) printf("  %s: equal lengths in pieces, but the list is not their index order (%d wrong)\n", k.name, wrong);
             list_bad += wrong;
+            // and never worse than whole items: the list's busiest CTA in the writer's cost (quarter tiles) against
+            // whole items' (index order: ⌈items / CTAs⌉ of them on some CTA). The writer's estimate once left out that
+            // some CTAs take three or four pieces, and cut batch 48 at 4096 into 3 pieces a sequence: 306 against 272
+            if (seesaw_as_released() && L >= 0 && k.lens[0] >= 0 && k.lens[0] <= L) {
+                const int t = (k.lens[0] + 1 + 63) / 64;
+                long long busiest = 0;
+                for (int c = 0; c < grid; c++) {
+                    long long sum = 0;
+                    for (int r = 0; r < kMlaScheduleRounds; r++) {
+                        const int v = list[(size_t)c * kMlaScheduleRounds + r];
+                        if (v < 0) continue;
+                        const MlaPiece &pc = pieces[v / n_groups - n_units];
+                        sum += kMlaItemFixedQ + kMlaPieceCombineQ + 4 * ((pc.tok_end - pc.tok_begin + 63) / 64);
+                    }
+                    busiest = std::max(busiest, sum);
+                }
+                const long long whole = (long long)((B * n_groups + grid - 1) / grid) * (kMlaItemFixedQ + 4 * t);
+                if (busiest > whole) {
+                    printf("  %s: equal lengths cut into pieces whose busiest CTA has %lld quarter tiles, whole items' %lld\n",
+                           k.name, busiest, whole);
+                    list_bad++;
+                }
+            }
         } else if (written && n_piece_items > 0 && seesaw_as_released()) {
             int dev = 0;
             CK(cudaGetDevice(&dev));
@@ -884,6 +907,9 @@ int main() {
         {"batch 32 mixed lengths: run-time pieces", 32, 128, 3000, mixed_lens(32, 3000), true, 0, 0, 1.f, 1.f, false, 1, -1, 1, 1},
         {"batch 32 mixed lengths, static splits", 32, 128, 3000, mixed_lens(32, 3000), true, 0, 0, 1.f, 1.f, false, 1, -1, 0, 0},
         {"batch 16 equal lengths: run-time pieces", 16, 128, 1500, std::vector<int>(16, 1500), true, 0, 0, 1.f, 1.f, false, 1, -1, 1, 1},
+        // equal lengths whose static splits run as one, where 2 pieces a sequence (134 × 2 items) would leave some CTAs
+        // three items, worse than whole (the writer prices equal lengths' cuts exactly): whole items or a better cut
+        {"batch 67 equal lengths: run-time pieces never worse than whole", 67, 128, 576, std::vector<int>(67, 576), true, 0, 0, 1.f, 1.f, false, 1, -1, 1, -1},
         {"batch 12, invalid lengths, 64 heads, stored keys: run-time pieces", 12, 64, 900, random_lens(12, 900), false, 0, 0, 2.f, 0.5f, false, 1, -1, 1, -1},
         {"discarded q, run-time pieces", 24, 128, 1000, few_long(24, 3, 960, 200, 1000), true, 0, 0, 1.f, 1.f, true, 1, -1, 1, 1},
         {"unequal lengths, static splits", 7, 128, 300, {0, 1, 63, 64, 65, 128, 300}, true, 0, 0, 1.f, 1.f, false, 1, -1, 0, 0},

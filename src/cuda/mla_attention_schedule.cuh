@@ -29,7 +29,8 @@
 // unused), and the last of a (sequence, head group)'s pieces to finish (a counter per pair, zeroed here each run)
 // combines them into o_lat. Equal lengths never split (index order as before), nor does a batch of uniformly random
 // lengths (its longest item is about the balanced share). The estimate also knows that where there are more items (or
-// more of P − 1 tiles and up) than CTAs, some CTA takes two.
+// more of P − 1 tiles and up) than CTAs, some CTA takes two. Equal lengths in pieces (below) are priced exactly instead:
+// their items go in index order, so each cut's busiest CTA is a short periodic walk.
 //
 // Static splits run as one split with run-time pieces (MlaScheduleArgs::piece_slots, MlaAttentionParams::runtime_split;
 // batches of about 8-32 at long caches): the static schedule cuts every sequence at max_cache_len / n_splits, so a
@@ -53,6 +54,11 @@ constexpr int kMlaScheduleGroupHeads = 64;  // heads per item (the seesaw kernel
 // the tail, the row sums and the output: ~8 µs at 512), a piece's share of the combine (its 128 KB of fp32 partial read
 // back from L2), the gain a split must promise over whole items, and the piece counts tried for the longest sequence.
 constexpr float kMlaItemFixedTiles = 3.0f, kMlaPieceCombineTiles = 0.5f, kMlaSplitGain = 0.85f;
+// Equal lengths are priced by each cut's exact busiest CTA in the writer's cost (the pieces' items go in index order:
+// a periodic sequence over the CTAs), so a smaller margin: where the estimate's bounds left out that some CTAs take
+// three or four items, batch 48 at 4096 took 3 pieces a sequence, 306 quarter tiles on its busiest CTA against 272
+// whole (bench/results/2026-11-29-h200-stream-deal, scripts/writer_model.py)
+constexpr float kMlaSplitGainExact = 0.97f;
 constexpr int kMlaSplitCandidates = 32;  // a warp's lanes
 // A piece: the sequence b, its tokens [tok_begin, tok_end), and (slot0 << 10) | k: the first slot of the sequence's k
 // pieces (consecutive slots) and k (<= kMlaSplitCandidates < 1024)
@@ -96,6 +102,9 @@ struct MlaScheduleArgs {
     int *seq_pieces = nullptr;
     // dev builds: clock64 at the writer's steps (start, keys, split decided, pieces written, ranked, LPT, end)
     long long *clocks = nullptr;
+    // dev builds, timing only (LATTE_MLA_FORCE_PIECES, read by the launchers): k > 0 cuts the longest sequence into k
+    // pieces (P = its tiles / k in whole pairs) wherever the writer may split, whatever the estimate says
+    int force_pieces = 0;
 };
 
 // Rounds of the list (at most kMlaScheduleRounds, else the kernel takes index order without a list).
@@ -137,7 +146,8 @@ static_assert(kMlaScheduleUnitsMax <= 1024, "a unit fits a rank key's 10 bits");
 // Splits the sequences longer than the best piece length into pieces (see above), if that promises a gain: writes the
 // pieces, zeroes their counters, sets key[n_units + slot] to each piece's tiles and key[b] = −1 for a split sequence.
 // Returns the units to rank (n_units + pieces). Every thread calls it; `kk` is scratch of n_units ints.
-static __device__ __noinline__ int mla_schedule_split(const MlaScheduleArgs &a, int *key, int *kk, int n_units) {
+static __device__ __noinline__ int mla_schedule_split(const MlaScheduleArgs &a, int *key, int *kk, int n_units,
+                                                       bool equal) {
     const int tid = threadIdx.x, nthreads = blockDim.x, grid = a.grid;
     int *const sc = key + kMlaScheduleUnitsMax;  // [0] the longest, [1] pieces, [2] E(whole items), [4..5] the best
     unsigned long long *const best = reinterpret_cast<unsigned long long *>(sc + 4);
@@ -154,7 +164,7 @@ static __device__ __noinline__ int mla_schedule_split(const MlaScheduleArgs &a, 
     // of them, took ~15 µs on the CTA: divergent integer divisions.)
     const int warp = tid / 32, lane = tid % 32, n_warps = nthreads / 32;
     constexpr int C = kMlaSplitCandidates;
-    for (int i = tid; i < 6 * C; i += nthreads) kk[i] = i < 5 * C ? 0 : 0x7fffffff;
+    for (int i = tid; i < 7 * C; i += nthreads) kk[i] = i < 5 * C || i >= 6 * C ? 0 : 0x7fffffff;
     __syncthreads();
     const int k_longest = lane + 1;
     const int P_lane = max(2, (((longest + k_longest - 1) / k_longest) + 1) & ~1);  // whole pairs
@@ -193,6 +203,29 @@ static __device__ __noinline__ int mla_schedule_split(const MlaScheduleArgs &a, 
         atomicAdd(&kk[4 * C + lane], big);
         atomicMin(&kk[5 * C + lane], smallest);
     }
+    // Equal lengths (every unit key[0] > 0 tiles): lane c's cut gives each sequence k pieces (P tiles, the last
+    // shorter; k = 1: whole), their items in index order, item i of size `last` where (i / n_groups) % k == k − 1. So CTA
+    // c's load is a walk c, c + grid, ... over a period of k · n_groups items; each warp takes a slice of the CTAs and
+    // the busiest meets in kk[6C + lane]
+    if (equal) {
+        const int t = key[0], k = t > P_lane ? (t + P_lane - 1) / P_lane : 1;
+        const int size_p = t > P_lane ? mla_schedule_size(P_lane, true) : mla_schedule_size(t, false);
+        const int size_last = t > P_lane ? mla_schedule_size(t - (k - 1) * P_lane, true) : size_p;
+        const long long n_items = (long long)n_units * k * a.n_groups;
+        const int period = k * a.n_groups, last_from = (k - 1) * a.n_groups, step = grid % period;
+        int busiest = 0;
+        if (n_items <= (long long)kMlaScheduleRounds * grid)
+            for (int c = warp; c < grid; c += n_warps) {
+                int load = 0, m = c % period;
+                for (int i = c; i < (int)n_items; i += grid) {
+                    load += m >= last_from ? size_last : size_p;
+                    m += step;
+                    m -= m >= period ? period : 0;
+                }
+                busiest = max(busiest, load);
+            }
+        atomicMax(&kk[6 * C + lane], busiest);
+    }
     __syncthreads();
     if (warp == 0) {
         const int units = kk[lane], pieces = kk[C + lane], cost = kk[2 * C + lane];
@@ -200,8 +233,11 @@ static __device__ __noinline__ int mla_schedule_split(const MlaScheduleArgs &a, 
         // the same as whole items; slots (rows of o_partial: piece_slots, else the one-split workspace's [batch]);
         // units (the key array, the list's rounds)
         const int slots = a.piece_slots > 0 ? a.piece_slots : n_units;
-        const bool ok = (k_longest == 1 || P_lane < longest) && pieces <= slots &&
-                        n_units + pieces <= kMlaScheduleUnitsMax && units * a.n_groups <= kMlaScheduleRounds * grid;
+        bool ok = (k_longest == 1 || P_lane < longest) && pieces <= slots &&
+                  n_units + pieces <= kMlaScheduleUnitsMax && units * a.n_groups <= kMlaScheduleRounds * grid;
+#if defined(LATTE_DEV_EXPERIMENTS)
+        if (a.force_pieces > 0) ok = ok && (k_longest == 1 || k_longest == a.force_pieces);
+#endif
         const float largest = (float)mla_schedule_size(min(P_lane, longest), pieces > 0);
         // the busiest CTA, in quarter tiles: at least the largest item and the average load; and where more items
         // than CTAs (or more big ones) there are, some CTA takes two of them: at least twice the smallest (twice
@@ -210,6 +246,10 @@ static __device__ __noinline__ int mla_schedule_split(const MlaScheduleArgs &a, 
         float e = fmaxf(largest, (float)cost * (float)a.n_groups / (float)grid);
         if (real * a.n_groups > grid) e = fmaxf(e, 2.f * (float)smallest);
         if (big * a.n_groups > grid) e = fmaxf(e, 2.f * (float)mla_schedule_size(big_tiles, false));
+        // Equal lengths: the exact busiest CTA (above). (The general ⌈items / CTAs⌉ × smallest bound for the others
+        // made batch 128 with 4 × 8191 and 124 × 511 tokens take 10 pieces of the long ones for 5, each bound alike
+        // but the 10's last piece tiny: attention 95 → 137 µs, its merge of 10 partials on one CTA; so not applied)
+        if (equal) e = (float)kk[6 * C + lane];
         const float e_whole = __shfl_sync(0xffffffffu, e, 0);
         unsigned long long mine = ok ? ((unsigned long long)__float_as_uint(e) << 32) | (unsigned)k_longest : ~0ull;
         for (int o = 16; o > 0; o /= 2) mine = min(mine, __shfl_xor_sync(0xffffffffu, mine, o));
@@ -221,7 +261,11 @@ static __device__ __noinline__ int mla_schedule_split(const MlaScheduleArgs &a, 
 #if defined(LATTE_DEV_EXPERIMENTS)
     if (a.clocks && tid == 0) a.clocks[2] = clock64();
 #endif
-    if (*best == ~0ull || k_best == 1 || !(e_best < kMlaSplitGain * e_whole)) return n_units;
+    float gain = equal ? kMlaSplitGainExact : kMlaSplitGain;
+#if defined(LATTE_DEV_EXPERIMENTS)
+    if (a.force_pieces > 0) gain = 1e30f;
+#endif
+    if (*best == ~0ull || k_best == 1 || !(e_best < gain * e_whole)) return n_units;
     const int P = max(2, (((longest + k_best - 1) / k_best) + 1) & ~1);
     for (int u = tid; u < n_units; u += nthreads) kk[u] = key[u] > P ? (key[u] + P - 1) / P : 0;
     __syncthreads();
@@ -483,7 +527,8 @@ static __device__ __noinline__ void mla_schedule_write(const MlaScheduleArgs &a,
     const bool split_equal = may_split && a.piece_slots > n_units;
     const bool all_same = __syncthreads_and(same);
     if (all_same && !split_equal) return;
-    const int n_rank = may_split ? mla_schedule_split(a, key, col_of, n_units) : n_units;  // pieces included
+    const bool equal = all_same && key[0] > 0;  // (every length valid and the same: priced exactly)
+    const int n_rank = may_split ? mla_schedule_split(a, key, col_of, n_units, equal) : n_units;  // pieces included
     stamp(3);
     if (n_rank == n_units && rounds < 2) return;  // one round of whole items: index order
     // equal lengths cut into pieces: every sequence is, into as many pieces of the same sizes, so the pieces' items in
