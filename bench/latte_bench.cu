@@ -25,6 +25,7 @@
  *   (LATTE_QKNORM_VARIANT, src/cuda/qknorm.cu), each measured in a child process.
  *   LATTE_BENCH_CAPACITY=N (>= 8192): the MLA cache's rows per sequence, i.e. its batch stride (default 8192: 9 MiB a
  *   sequence); the mixed-length cases then run up to N - 1 tokens.
+ *   LATTE_BENCH_LENS=L[,L...]: the MLA equal-length cases at these lengths instead of the default list.
  * Exit: 0 ok, 1 a latte call or CUDA failed, 2 no CUDA device or bad usage.
  */
 #include "latte.h"
@@ -1379,8 +1380,21 @@ static void bench_mla(cudaStream_t s, const Device &dev, const Ceilings &ceil, c
     const char *capacity_env = getenv("LATTE_BENCH_CAPACITY");
     const int64_t capacity = capacity_env && atoll(capacity_env) >= 8192 ? atoll(capacity_env) : 8192;
     const bool ref_batch = batch == kMlaRefBatch;
-    const std::vector<int64_t> lens = ref_batch ? std::vector<int64_t>{512, 1024, 2048, 4096, 6144}
-                                                : std::vector<int64_t>{512, 2048, 4096};
+    std::vector<int64_t> lens = ref_batch ? std::vector<int64_t>{512, 1024, 2048, 4096, 6144}
+                                          : std::vector<int64_t>{512, 2048, 4096};
+    /* LATTE_BENCH_LENS=1024,1536: these equal lengths instead (each in [0, capacity − 1]; others are skipped) */
+    if (const char *lens_env = getenv("LATTE_BENCH_LENS")) {
+        std::vector<int64_t> chosen;
+        for (const char *c = lens_env; *c;) {
+            char *end = nullptr;
+            const long long v = strtoll(c, &end, 10);
+            if (end == c) break;
+            if (v >= 0 && v < capacity) chosen.push_back(v);
+            else fprintf(stderr, "latte-bench: LATTE_BENCH_LENS: %lld is outside [0, %lld]; skipped\n", v, (long long)(capacity - 1));
+            c = *end == ',' ? end + 1 : end;
+        }
+        if (!chosen.empty()) lens = chosen;
+    }
     latte_mla_config cfg = latte_mla_config_deepseek_r1();
     const MlaSizes z{cfg.dim, cfg.q_lora_rank, cfg.kv_lora_rank, cfg.rope_dim, cfg.nope_dim, cfg.v_dim, cfg.n_heads};
     const int64_t row = z.R + z.P;

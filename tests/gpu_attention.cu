@@ -269,9 +269,10 @@ static void run_case(const Case &k, int sms) {
                 }
             if (wrong) printf("  %s: equal lengths in pieces, but the list is not their index order (%d wrong)\n", k.name, wrong);
             list_bad += wrong;
-            // and never worse than whole items: the list's busiest CTA in the writer's cost (quarter tiles) against
-            // whole items' (index order: ⌈items / CTAs⌉ of them on some CTA). The writer's estimate once left out that
-            // some CTAs take three or four pieces, and cut batch 48 at 4096 into 3 pieces a sequence: 306 against 272
+            // and never worse than whole items: the list's busiest CTA in the writer's cost for equal lengths (quarter
+            // tiles, an item's fixed part kMlaEqualItemFixedQ) against whole items' (index order: ⌈items / CTAs⌉ of them
+            // on some CTA). The writer's estimate once left out that some CTAs take three or four pieces, and cut batch
+            // 48 at 4096 into 3 pieces a sequence: 306 against 272 (a fixed part of 12)
             if (seesaw_as_released() && L >= 0 && k.lens[0] >= 0 && k.lens[0] <= L) {
                 const int t = (k.lens[0] + 1 + 63) / 64;
                 long long busiest = 0;
@@ -281,11 +282,11 @@ static void run_case(const Case &k, int sms) {
                         const int v = list[(size_t)c * kMlaScheduleRounds + r];
                         if (v < 0) continue;
                         const MlaPiece &pc = pieces[v / n_groups - n_units];
-                        sum += kMlaItemFixedQ + kMlaPieceCombineQ + 4 * ((pc.tok_end - pc.tok_begin + 63) / 64);
+                        sum += kMlaEqualItemFixedQ + kMlaPieceCombineQ + 4 * ((pc.tok_end - pc.tok_begin + 63) / 64);
                     }
                     busiest = std::max(busiest, sum);
                 }
-                const long long whole = (long long)((B * n_groups + grid - 1) / grid) * (kMlaItemFixedQ + 4 * t);
+                const long long whole = (long long)((B * n_groups + grid - 1) / grid) * (kMlaEqualItemFixedQ + 4 * t);
                 if (busiest > whole) {
                     printf("  %s: equal lengths cut into pieces whose busiest CTA has %lld quarter tiles, whole items' %lld\n",
                            k.name, busiest, whole);

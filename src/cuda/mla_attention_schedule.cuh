@@ -59,6 +59,10 @@ constexpr float kMlaItemFixedTiles = 3.0f, kMlaPieceCombineTiles = 0.5f, kMlaSpl
 // three or four items, batch 48 at 4096 took 3 pieces a sequence, 306 quarter tiles on its busiest CTA against 272
 // whole (bench/results/2026-11-29-h200-stream-deal, scripts/writer_model.py)
 constexpr float kMlaSplitGainExact = 0.97f;
+// and with an item's fixed cost fitted to the layer's attention phase (H200, 30 cases at batches 48-128, equal lengths
+// whole and in pieces: 20 quarter tiles a whole item, 22 a piece, rms 5.3 µs against 7.3 with kMlaItemFixedQ's 12;
+// bench/results/2026-11-29-h200-writer-exact): a piece costs more than the balance its finer cut buys at 12
+constexpr int kMlaEqualItemFixedQ = 20;
 constexpr int kMlaSplitCandidates = 32;  // a warp's lanes
 // A piece: the sequence b, its tokens [tok_begin, tok_end), and (slot0 << 10) | k: the first slot of the sequence's k
 // pieces (consecutive slots) and k (<= kMlaSplitCandidates < 1024)
@@ -209,8 +213,9 @@ static __device__ __noinline__ int mla_schedule_split(const MlaScheduleArgs &a, 
     // the busiest meets in kk[6C + lane]
     if (equal) {
         const int t = key[0], k = t > P_lane ? (t + P_lane - 1) / P_lane : 1;
-        const int size_p = t > P_lane ? mla_schedule_size(P_lane, true) : mla_schedule_size(t, false);
-        const int size_last = t > P_lane ? mla_schedule_size(t - (k - 1) * P_lane, true) : size_p;
+        const int fixed = kMlaEqualItemFixedQ - kMlaItemFixedQ;  // (on top of mla_schedule_size's)
+        const int size_p = fixed + (t > P_lane ? mla_schedule_size(P_lane, true) : mla_schedule_size(t, false));
+        const int size_last = t > P_lane ? fixed + mla_schedule_size(t - (k - 1) * P_lane, true) : size_p;
         const long long n_items = (long long)n_units * k * a.n_groups;
         const int period = k * a.n_groups, last_from = (k - 1) * a.n_groups, step = grid % period;
         int busiest = 0;
