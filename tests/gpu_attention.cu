@@ -282,11 +282,11 @@ static void run_case(const Case &k, int sms) {
                         const int v = list[(size_t)c * kMlaScheduleRounds + r];
                         if (v < 0) continue;
                         const MlaPiece &pc = pieces[v / n_groups - n_units];
-                        sum += kMlaEqualItemFixedQ + kMlaPieceCombineQ + 4 * ((pc.tok_end - pc.tok_begin + 63) / 64);
+                        sum += mla_schedule_equal_size((pc.tok_end - pc.tok_begin + 63) / 64, true);
                     }
                     busiest = std::max(busiest, sum);
                 }
-                const long long whole = (long long)((B * n_groups + grid - 1) / grid) * (kMlaEqualItemFixedQ + 4 * t);
+                const long long whole = (long long)((B * n_groups + grid - 1) / grid) * mla_schedule_equal_size(t, false);
                 if (busiest > whole) {
                     printf("  %s: equal lengths cut into pieces whose busiest CTA has %lld quarter tiles, whole items' %lld\n",
                            k.name, busiest, whole);

@@ -46,6 +46,8 @@
 #include "cuda/mla_attention.cuh"
 #include "cuda/mla_attention_common.cuh"
 
+#include <cstdlib>
+
 namespace latte {
 
 constexpr int kMlaScheduleGroupHeads = 64;  // heads per item (the seesaw kernel's wgmma M)
@@ -133,6 +135,17 @@ constexpr int kMlaItemFixedQ = (int)(4.f * kMlaItemFixedTiles), kMlaPieceCombine
 static __device__ __forceinline__ int mla_schedule_size(int tiles, bool piece) {
     return tiles > 0 ? 4 * tiles + kMlaItemFixedQ + (piece ? kMlaPieceCombineQ : 0) : 0;
 }
+// The same in the exact pricing of equal lengths (kMlaEqualItemFixedQ; gpu_attention's check prices with it too)
+static __host__ __device__ __forceinline__ int mla_schedule_equal_size(int tiles, bool piece) {
+    return 4 * tiles + kMlaEqualItemFixedQ + (piece ? kMlaPieceCombineQ : 0);
+}
+#if defined(LATTE_DEV_EXPERIMENTS)
+// dev builds: LATTE_MLA_FORCE_PIECES (MlaScheduleArgs::force_pieces), read once by each launcher
+static inline int mla_schedule_dev_force_pieces() {
+    static const int k = getenv("LATTE_MLA_FORCE_PIECES") ? atoi(getenv("LATTE_MLA_FORCE_PIECES")) : 0;
+    return k;
+}
+#endif
 // A ranked unit's key: its class 2 · tiles + (1 for a piece) (equal classes are equal sizes; a piece ranks before a
 // whole item of as many tiles) above 1023 − the unit (ties: the lower unit first), so that every key differs and a
 // unit's rank is the number of keys above its own. Its size in the assignments: an item with nothing to read (an
@@ -213,9 +226,8 @@ static __device__ __noinline__ int mla_schedule_split(const MlaScheduleArgs &a, 
     // the busiest meets in kk[6C + lane]
     if (equal) {
         const int t = key[0], k = t > P_lane ? (t + P_lane - 1) / P_lane : 1;
-        const int fixed = kMlaEqualItemFixedQ - kMlaItemFixedQ;  // (on top of mla_schedule_size's)
-        const int size_p = fixed + (t > P_lane ? mla_schedule_size(P_lane, true) : mla_schedule_size(t, false));
-        const int size_last = t > P_lane ? fixed + mla_schedule_size(t - (k - 1) * P_lane, true) : size_p;
+        const int size_p = t > P_lane ? mla_schedule_equal_size(P_lane, true) : mla_schedule_equal_size(t, false);
+        const int size_last = t > P_lane ? mla_schedule_equal_size(t - (k - 1) * P_lane, true) : size_p;
         const long long n_items = (long long)n_units * k * a.n_groups;
         const int period = k * a.n_groups, last_from = (k - 1) * a.n_groups, step = grid % period;
         int busiest = 0;

@@ -1123,8 +1123,7 @@ cudaError_t launch_seesaw(const MlaAttentionParams &p_in, long long ctas, int pi
 #if defined(LATTE_DEV_EXPERIMENTS)
         long long *clocks = nullptr;
         if (cudaGetSymbolAddress(reinterpret_cast<void **>(&clocks), g_schedule_clocks) == cudaSuccess) a.clocks = clocks;
-        static const int force_pieces = getenv("LATTE_MLA_FORCE_PIECES") ? atoi(getenv("LATTE_MLA_FORCE_PIECES")) : 0;
-        a.force_pieces = force_pieces;
+        a.force_pieces = mla_schedule_dev_force_pieces();
 #endif
         mla_attention_schedule_kernel<<<1, 256, 0, stream>>>(a);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;

@@ -759,8 +759,7 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
                     qa.attn.seq_pieces = latte::mla_schedule_seq_pieces(attn_schedule, (int)M, groups);
             }
 #if defined(LATTE_DEV_EXPERIMENTS)
-            static const int force_pieces = getenv("LATTE_MLA_FORCE_PIECES") ? atoi(getenv("LATTE_MLA_FORCE_PIECES")) : 0;
-            qa.attn.force_pieces = force_pieces;
+            qa.attn.force_pieces = latte::mla_schedule_dev_force_pieces();
 #endif
             attn_schedule_grid = grid;
         }
