@@ -159,10 +159,12 @@ static __device__ __forceinline__ int mla_schedule_size_of_key(int key) {
     return cls >= 2 ? mla_schedule_size(cls >> 1, cls & 1) : kMlaItemFixedQ;
 }
 static_assert(kMlaScheduleUnitsMax <= 1024, "a unit fits a rank key's 10 bits");
+static_assert(7 * kMlaSplitCandidates <= kMlaScheduleUnitsMax, "the split's candidate sums fit its scratch");
 
 // Splits the sequences longer than the best piece length into pieces (see above), if that promises a gain: writes the
 // pieces, zeroes their counters, sets key[n_units + slot] to each piece's tiles and key[b] = −1 for a split sequence.
-// Returns the units to rank (n_units + pieces). Every thread calls it; `kk` is scratch of n_units ints.
+// Returns the units to rank (n_units + pieces). Every thread calls it; `kk` is scratch of kMlaScheduleUnitsMax ints
+// (at least n_units and the candidates' 7 · kMlaSplitCandidates).
 static __device__ __noinline__ int mla_schedule_split(const MlaScheduleArgs &a, int *key, int *kk, int n_units,
                                                        bool equal) {
     const int tid = threadIdx.x, nthreads = blockDim.x, grid = a.grid;
