@@ -97,6 +97,10 @@ struct Case {
     int runtime_split = 1;
     // where the static splits run as one with run-time pieces: 1 the schedule must have made pieces, 0 none, −1 either
     int expect_runtime_pieces = -1;
+    // MlaAttentionParams::discard_partial: the merge drops the partials it read from L2 unwritten. The workspace then
+    // starts as NaN in DRAM (pushed out of L2), so a line dropped before its last read, or one outside the partial rows
+    // (the LSE, the list), reads NaN back and fails the comparison
+    bool discard_partial = false;
 };
 
 // Whether this process runs the seesaw kernel with its own list at the natural grid (the pieces' expectation holds)
@@ -153,7 +157,12 @@ static void run_case(const Case &k, int sms) {
     CK(cudaMalloc(&d_sin, sin_t.size() * 2));
     CK(cudaMalloc(&d_o, o_elems * 2));
     CK(cudaMalloc(&d_lens, B * sizeof(int)));
-    CK(cudaMalloc(&d_ws, mla_attention_workspace_bytes(B, H, n_splits)));
+    const size_t ws_bytes = mla_attention_workspace_bytes(B, H, n_splits);
+    CK(cudaMalloc(&d_ws, ws_bytes));
+    if (k.discard_partial) {
+        const std::vector<uint16_t> nan_ws(ws_bytes / 2, 0xffff);  // fp32 NaN in pairs
+        write_dirty_over_stale(d_ws, nan_ws.data(), nan_ws.data(), nan_ws.size());
+    }
     CK(cudaMemcpy(d_cache, cache.data(), cache.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d_cos, cos_t.data(), cos_t.size() * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d_sin, sin_t.data(), sin_t.size() * 2, cudaMemcpyHostToDevice));
@@ -172,6 +181,7 @@ static void run_case(const Case &k, int sms) {
     p.schedule = reinterpret_cast<int *>(reinterpret_cast<char *>(d_ws) + mla_attention_schedule_offset(B, H, n_splits));
     p.o_lat = d_o;
     p.discard_q = k.discard_q ? 1 : 0;
+    p.discard_partial = k.discard_partial ? 1 : 0;
     p.balance = k.balance;
     // the list and the pieces start as −1 (a list no launch wrote shows no pieces); two launches, o poisoned again
     // between them: the second must not lean on anything the first left (the pieces' counters are the writer's to
@@ -484,6 +494,14 @@ static void run_case(const Case &k, int sms) {
 #endif
     if (k.discard_q)
         printf("      (q values reading stale afterwards, i.e. dropped unwritten: %zu of %zu)\n", q_stale, q.size());
+    if (k.discard_partial) {  // the partial rows as they read afterwards: NaN where dropped unwritten
+        std::vector<float> part((size_t)n_splits * B * H * 512);
+        CK(cudaMemcpy(part.data(), d_ws, part.size() * sizeof(float), cudaMemcpyDeviceToHost));
+        size_t stale = 0;
+        for (float v : part) stale += v != v;
+        printf("      (partial values reading stale afterwards, i.e. dropped unwritten or never written: %zu of %zu)\n",
+               stale, part.size());
+    }
     cudaFree(d_q_alloc), cudaFree(d_cache), cudaFree(d_cos), cudaFree(d_sin), cudaFree(d_o), cudaFree(d_lens), cudaFree(d_ws);
 }
 
@@ -919,6 +937,14 @@ int main() {
         {"small magnitudes", 2, 128, 129, {129, 100}, true, 0, 0, 0.05f, 0.1f},
         // q as the layer leaves it (dirty in L2, stale in DRAM), discard_q asked: honoured with one split ...
         {"discarded q, one split", 160, 64, 130, discard_lens, true, 0, 0, 1.f, 1.f, true},
+        // the partials dropped by the combine after static splits (4, 2 and 1 warps a head) and after run-time pieces;
+        // asked where the seesaw kernel's last piece merges a long sequence's pieces (not honoured there: the merge
+        // is correct either way)
+        {"discarded partials, batch 1 split", 1, 128, 3000, {3000}, true, 0, 0, 1.f, 1.f, false, 1, -1, 1, -1, true},
+        {"discarded partials, batch 16 static splits", 16, 128, 1500, random_lens(16, 1500), true, 0, 0, 1.f, 1.f, false, 1, -1, 0, 0, true},
+        {"discarded partials, batch 24 static splits, 64 heads", 24, 64, 1000, random_lens(24, 1000), true, 0, 0, 1.f, 1.f, false, 1, -1, 0, 0, true},
+        {"discarded partials, batch 32 run-time pieces", 32, 128, 3000, mixed_lens(32, 3000), true, 0, 0, 1.f, 1.f, false, 1, -1, 1, 1, true},
+        {"discarded partials asked, pieces merged in the kernel", 130, 128, 1600, few_long(130, 4, 1536, 60, 1600), true, 0, 0, 1.f, 1.f, false, 1, 1, 1, -1, true},
         // ... and refused where q is read more than once (splits) or its rows are padded
         {"discarded q asked, split (refused)", 1, 128, 3000, {3000}, true, 0, 0, 1.f, 1.f, true},
         {"discarded q asked, padded q (refused)", 3, 16, 150, {150, 20, 99}, true, 24, 8, 1.f, 1.f, true},

@@ -601,6 +601,15 @@ __global__ void __launch_bounds__(kThreads, kCombineBlocksPerSm) mla_attention_c
         memcpy(&packed.y, &hi, 4);
         *reinterpret_cast<uint2 *>(out + 4 * (f4 + 32 * j)) = packed;
     }
+    // discard_partial: the rows are read for good; a line (8 float4) is this warp's, read by 8 of its lanes in one load
+    // instruction, so its first lane drops it. After the stores above: they waited for every load (a warp issues in
+    // order), and __syncwarp has every lane past its own. Empty splits' rows were neither written nor read: dropped too.
+    if (p.discard_partial) {
+        __syncwarp();
+        if (lane % 8 == 0)
+            for (int s = 0; s < n_valid; s++)
+                for (int j = 0; j < kF4; j++) ptx::discard_l2(src + (size_t)s * split_stride4 + 32 * j);
+    }
 }
 
 // Launch the combine: the most slices (4, 2, 1) whose warps the GPU holds at once (kCombineBlocksPerSm blocks an SM).
@@ -610,7 +619,9 @@ __global__ void __launch_bounds__(kThreads, kCombineBlocksPerSm) mla_attention_c
 template <int SLICES, int CHUNK>
 void combine_launch(const MlaAttentionParams &p, cudaStream_t stream) {
     const unsigned blocks = (unsigned)((long long)p.batch * (p.n_heads / (kThreads / 32 / SLICES)));
-    mla_attention_combine_kernel<SLICES, CHUNK><<<blocks, kThreads, 0, stream>>>(p);
+    MlaAttentionParams pc = p;
+    pc.discard_partial = p.discard_partial && reinterpret_cast<uintptr_t>(p.o_partial) % 128 == 0;  // whole lines
+    mla_attention_combine_kernel<SLICES, CHUNK><<<blocks, kThreads, 0, stream>>>(pc);
 }
 
 cudaError_t mla_attention_combine_launch(const MlaAttentionParams &p, int device, cudaStream_t stream) {

@@ -59,6 +59,15 @@ struct MlaAttentionParams {
     // with 128-byte aligned rows; q's contents are undefined afterwards. 0: q is left as it is.
     int discard_q = 0;
 
+    // 1: o_partial is scratch that nothing reads after this launch (the layer's workspace): the combine kernel drops
+    // each partial row's lines from L2 unwritten once it has read them, so the dirty partials cost no DRAM write during
+    // the kernels after the attention (a probe with the partial stores left out took batches 1-32 5-7 µs faster in the
+    // layer, only 1-2 of them in the attention: the rest was their write-back). Honoured where o_partial is 128-byte
+    // aligned; o_partial's contents are undefined afterwards. Not by the seesaw kernel's merge of a long sequence's
+    // pieces (one split, no combine kernel): one CTA's discards there sit on the attention's critical path (+5-6 µs
+    // at batch 128 with 4 × 8191 + 124 × 511 tokens, for ~5 MB of partials). 0: left as they are.
+    int discard_partial = 0;
+
     // 1: the kernel that follows on the stream was launched with programmatic dependent launch and waits
     // (griddepcontrol.wait) before it reads anything this launch writes (the layer's sm90 W_UV GEMM): the Hopper
     // kernel lets it launch at once, so its CTAs take the SMs the attention's CTAs leave and load their first weight

@@ -124,7 +124,8 @@ __device__ __forceinline__ uint32_t unit_offset(int r, int c, int u) {
 // 3 no P·V wgmma, 4 no key rotation. Bits that keep the results: 8 a timeline of block 0 (clock64 at each step of
 // pairs 8-15, both warpgroups: mla_attention_seesaw_trace), 16 each copy also prefetches the same chunks of the next
 // pair's tile into L2, 32 WG1 starts its S after WG0's S is done (its row max published) instead of beside it; 64 (with
-// 8: 72) leaves the bf16 output stores out (wrong results).
+// 8: 72) leaves the bf16 output stores out (wrong results); 128 leaves a split's or piece's fp32 partial stores out
+// (wrong results).
 [[maybe_unused]] constexpr int kTraceCtas = 512, kTraceItems = 3;  // the item timeline's size (dev builds, experiment bit 8)
 #if defined(LATTE_DEV_EXPERIMENTS)
 constexpr int kTracePairs = 8, kTraceSlots = 32;
@@ -996,8 +997,9 @@ __global__ void __launch_bounds__(kThreads, 1)
                 float *dst = p.o_partial + row_out * kMlaLatent + col0;
 #pragma unroll
                 for (int j = 0; j < 32; ++j)
-                    *reinterpret_cast<float2 *>(dst + 8 * j) =
-                        make_float2(o[4 * j + 2 * hh] * inv_l, o[4 * j + 2 * hh + 1] * inv_l);
+                    if (!(kExp & 128))
+                        *reinterpret_cast<float2 *>(dst + 8 * j) =
+                            make_float2(o[4 * j + 2 * hh] * inv_l, o[4 * j + 2 * hh + 1] * inv_l);
                 if (wg == 0 && t4 == 0)
                     p.lse_partial[row_out] = (hh == 0 ? m_run0 : m_run1) + logf(hh == 0 ? lt0 : lt1);
             }
@@ -1215,6 +1217,7 @@ cudaError_t mla_attention_seesaw_launch(const MlaAttentionParams &p_in, int devi
         case 48: e = launch_seesaw<48>(p, ctas, piece_slots, map, q_map, o_map, device, stream); break;
         case 56: e = launch_seesaw<56>(p, ctas, piece_slots, map, q_map, o_map, device, stream); break;
         case 72: e = launch_seesaw<72>(p, ctas, piece_slots, map, q_map, o_map, device, stream); break;
+        case 128: e = launch_seesaw<128>(p, ctas, piece_slots, map, q_map, o_map, device, stream); break;
         default: e = launch_seesaw<0>(p, ctas, piece_slots, map, q_map, o_map, device, stream); break;
     }
 #else

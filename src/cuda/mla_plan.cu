@@ -157,7 +157,7 @@ struct MlaCudaPlan {
     bool sm90_forced;               // LATTE_MLA_GEMM=sm90
     bool q_fused;                   // the fused query kernel runs on this device and the environment allows it
     bool append_in_q;               // the cache append may go into the fused query kernel (LATTE_MLA_APPEND_IN_Q)
-    bool discard_scratch;           // the run's last readers of q_attn and o_lat drop them from L2 (LATTE_MLA_DISCARD)
+    bool discard_scratch;           // the run's last readers of q_attn, o_lat and the attention's partials drop them from L2 (LATTE_MLA_DISCARD)
     bool uv_early;                  // the attention lets an sm90 W_UV launch at once (PDL) (LATTE_MLA_UV_EARLY)
     int uv_sm90;                    // the tune's W_UV: -1 sm90 within a slack, 0 fastest, 1 sm90 (LATTE_MLA_UV_SM90)
     bool balance;                   // the attention's items dealt longest first (LATTE_MLA_BALANCE)
@@ -886,6 +886,7 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
         ap.lse_partial = ap.o_partial + (size_t)L.attn_splits * (size_t)M * H * kR;
         ap.o_lat = t.o_lat;
         ap.discard_q = cp->discard_scratch ? 1 : 0;  // q_attn is dead once the attention has read it
+        ap.discard_partial = cp->discard_scratch ? 1 : 0;  // and the partials once merged
         // an sm90 W_UV is launched with PDL (as every sm90 launch after the run's first): its CTAs may take the SMs the
         // attention's CTAs leave and load W_UV's first stages during the attention's tail
         // (with the attention split, the combine kernel comes between them: nothing to let in early)
