@@ -937,6 +937,9 @@ int main() {
         {"small magnitudes", 2, 128, 129, {129, 100}, true, 0, 0, 0.05f, 0.1f},
         // q as the layer leaves it (dirty in L2, stale in DRAM), discard_q asked: honoured with one split ...
         {"discarded q, one split", 160, 64, 130, discard_lens, true, 0, 0, 1.f, 1.f, true},
+        // ... and refused where q is read more than once (splits) or its rows are padded
+        {"discarded q asked, split (refused)", 1, 128, 3000, {3000}, true, 0, 0, 1.f, 1.f, true},
+        {"discarded q asked, padded q (refused)", 3, 16, 150, {150, 20, 99}, true, 24, 8, 1.f, 1.f, true},
         // the partials dropped by the combine after static splits (4, 2 and 1 warps a head) and after run-time pieces;
         // asked where the seesaw kernel's last piece merges a long sequence's pieces (not honoured there: the merge
         // is correct either way)
@@ -945,9 +948,6 @@ int main() {
         {"discarded partials, batch 24 static splits, 64 heads", 24, 64, 1000, random_lens(24, 1000), true, 0, 0, 1.f, 1.f, false, 1, -1, 0, 0, true},
         {"discarded partials, batch 32 run-time pieces", 32, 128, 3000, mixed_lens(32, 3000), true, 0, 0, 1.f, 1.f, false, 1, -1, 1, 1, true},
         {"discarded partials asked, pieces merged in the kernel", 130, 128, 1600, few_long(130, 4, 1536, 60, 1600), true, 0, 0, 1.f, 1.f, false, 1, 1, 1, -1, true},
-        // ... and refused where q is read more than once (splits) or its rows are padded
-        {"discarded q asked, split (refused)", 1, 128, 3000, {3000}, true, 0, 0, 1.f, 1.f, true},
-        {"discarded q asked, padded q (refused)", 3, 16, 150, {150, 20, 99}, true, 24, 8, 1.f, 1.f, true},
     };
     const char *timing = getenv("LATTE_ATTN_TIMING");
     if (!timing || atoi(timing) != 2) {
