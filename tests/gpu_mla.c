@@ -242,6 +242,19 @@ static void run_case(const mla_case *k, int tune) {
                   "%s: the attention runs %d splits, yet the sm90 W_UV was preferred beyond its discard's 3%%:\n%s",
                   k->name, att_splits, desc);
         }
+        /* behind a split attention at batches <= 32 on Hopper the combine goes into W_UV (mla_uv_combine.cu), unless
+         * LATTE_MLA_UV_COMBINE=0 or another engine is asked for (LATTE_MLA_GEMM=latte / cublaslt, the simple GEMM) */
+        {
+            const char *uvc_env = getenv("LATTE_MLA_UV_COMBINE");
+            const char *engine = k->gemm ? k->gemm : g_default_gemm;
+            const int other_engine = engine && (!strcmp(engine, "latte") || !strcmp(engine, "cublaslt"));
+            const int folded = g_hopper && !k->simple_gemm && !other_engine && !(uvc_env && uvc_env[0] == '0') &&
+                               B <= 32 && att_splits > 1;
+            CHECK((strstr(desc, "W_UV with the combine folded in") != NULL) == folded,
+                  "%s: the attention runs %d split(s) at batch %lld; describe should %ssay the combine is folded into "
+                  "W_UV:\n%s",
+                  k->name, att_splits, (long long)B, folded ? "" : "not ", desc);
+        }
         /* LATTE_MLA_UV_SM90=1: the tune takes the sm90 one-tile W_UV whatever its time (on Hopper, default engines) */
         const char *uv_sm90 = getenv("LATTE_MLA_UV_SM90");
         if (uv_sm90 && uv_sm90[0] == '1' && g_hopper && !k->gemm && !k->simple_gemm && !g_default_gemm)
@@ -721,7 +734,7 @@ static void env_checks(void) {
     {
         const char *names[] = {"LATTE_MLA_APPEND_IN_Q", "LATTE_MLA_DISCARD", "LATTE_MLA_UV_EARLY", "LATTE_MLA_BALANCE",
                                "LATTE_MLA_ATTN_PREP", "LATTE_MLA_TUNE_WIDE", "LATTE_MLA_SPLIT_LONG",
-                               "LATTE_MLA_UV_SM90"};
+                               "LATTE_MLA_UV_SM90", "LATTE_MLA_UV_COMBINE"};
         const char *vals[] = {"0", "1", "no"};
         for (int n = 0; n < (int)(sizeof names / sizeof names[0]); n++) {
             /* the caller's own setting of the switch (e.g. the sanitizer script's LATTE_MLA_TUNE_WIDE=0) is put back
@@ -801,6 +814,10 @@ int main(void) {
         {"h16 b8 maxlen 4000 split",  16,  1024, 512,  8,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 4096, 4000, -1, 8, NULL, 0, 0, 0, 1, 0, NULL, NULL},
         /* static splits (5 a sequence) run as one split, this run's lengths cut into pieces, merged by the combine */
         {"h64 b24 lens<=3000 pieces", 64,  2048, 1536, 24,  LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 3008, 3000, -1, 6, NULL, 0, 0, 0, 1, 0, NULL, NULL},
+        /* the split attention's merge folded into W_UV on Hopper (mla_uv_combine.cu): batch 2 (two warps share a slice's
+         * splits), and batch 1 at 8300 tokens (130 one-tile splits: LSEs past the 128 a lane keeps in registers) */
+        {"h64 b2 lens<=2000 split",  64,  2048, 512,  2,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 2048, 2000, -1, 2, NULL, 0, 0, 0, 1, 0, NULL, NULL},
+        {"h16 b1 len8300 split",     16,  1024, 256,  1,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 8320, 8300, 8300, 1, NULL, 0, 0, 0, 0, 0, NULL, NULL},
         {"h32 b5 simple GEMM",       32,  1024, 512,  5,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 200, 150, -1, 5, NULL, 0, 0, 0, 0, 1, NULL, NULL},
         {"r1 b4 simple GEMM",        128, 7168, 1536, 4,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 160, 150, -1, 4, NULL, 0, 0, 0, 0, 1, NULL, NULL},
         /* our GEMM, forced */
@@ -923,6 +940,26 @@ int main(void) {
         setenv("LATTE_MLA_UV_SM90", "1", 1);
         run_case(&uv_forced, 1);
         unsetenv("LATTE_MLA_UV_SM90");
+    }
+    /* LATTE_MLA_UV_COMBINE=0: the split attentions of the small-batch cases above merged by the combine kernel, then
+       W_UV as chosen (the default folds the combine into W_UV on Hopper): every check passes either way */
+    const mla_case unfolded[] = {
+        {"h16 b8 maxlen 4000 split uv unfolded", 16, 1024, 512, 8, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 4096, 4000, -1, 8, NULL, 0, 0, 0, 1, 0, NULL, NULL},
+        {"h64 b24 lens<=3000 pieces uv unfolded", 64, 2048, 1536, 24, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 3008, 3000, -1, 6, NULL, 0, 0, 0, 1, 0, NULL, NULL},
+        {"h16 b6 bad lengths uv unfolded", 16, 1024, 256, 6, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, NULL, NULL},
+    };
+    const mla_case unfolded_tuned = {"r1 b3 tuned, split attention, uv unfolded", 128, 7168, 1536, 3, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 4096, 4000, -1, 3, NULL, 0, 0, 0, 1, 0, NULL, NULL};
+    for (size_t i = 0; g_hopper && i <= sizeof unfolded / sizeof unfolded[0]; i++) {
+        const int is_tuned = i == sizeof unfolded / sizeof unfolded[0];
+        const mla_case *k = is_tuned ? &unfolded_tuned : &unfolded[i];
+        if ((is_tuned && no_tune) || (filter && *filter && !strstr(k->name, filter))) continue;
+        if (quick && (k->dim > 2048 || k->batch * k->max_cache_len > 100000)) {
+            printf("%s: skipped (LATTE_TEST_QUICK=1)\n", k->name);
+            continue;
+        }
+        setenv("LATTE_MLA_UV_COMBINE", "0", 1);
+        run_case(k, is_tuned);
+        unsetenv("LATTE_MLA_UV_COMBINE");
     }
     return test_finish("gpu_mla");
 }

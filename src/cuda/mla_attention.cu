@@ -722,7 +722,8 @@ size_t mla_attention_workspace_bytes(int batch, int n_heads, int n_splits) {
            (size_t)batch * groups * sizeof(int) + (size_t)batch * sizeof(int);
 }
 
-cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t stream) {
+cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t stream, MlaCombineDeferred *deferred) {
+    if (deferred) *deferred = MlaCombineDeferred();
     if (p.batch <= 0) return cudaSuccess;
     if (p.n_heads <= 0 || p.n_heads % 16 != 0 || p.n_heads > 128 || p.n_splits <= 0 || p.split_len <= 0 ||
         p.split_len % 64 != 0 || (long long)p.n_splits * p.split_len < (long long)p.max_cache_len + 1)
@@ -758,6 +759,11 @@ cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t strea
         if (e == cudaSuccess && piece_slots > 0) {
             MlaAttentionParams pc = p;
             pc.seq_pieces = mla_schedule_seq_pieces(p.schedule, p.batch, (p.n_heads + kMlaScheduleGroupHeads - 1) / kMlaScheduleGroupHeads);
+            if (deferred) {
+                deferred->needed = 1;
+                deferred->seq_pieces = pc.seq_pieces;
+                return cudaSuccess;
+            }
             return mla_attention_combine_launch(pc, device, stream);
         }
         if (e == cudaErrorNotSupported && attention_kernel_choice() != kChoiceWgmma3)
@@ -779,6 +785,10 @@ cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t strea
     }
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     if (!combine) return cudaSuccess;
+    if (deferred) {
+        deferred->needed = 1;
+        return cudaSuccess;
+    }
     return mla_attention_combine_launch(p, device, stream);
 }
 

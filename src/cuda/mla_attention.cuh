@@ -141,11 +141,21 @@ int mla_attention_seesaw_grid(const MlaAttentionParams &p, int device);
 // pieces (MlaScheduleArgs::seq_pieces at mla_schedule_seq_pieces). `grid`: mla_attention_seesaw_grid's.
 int mla_attention_runtime_split(const MlaAttentionParams &p, int grid);
 
+// The merge a launch left to its caller (mla_attention_launch's `deferred`): needed = 1 where the splits still have
+// to be merged into o_lat, from the static splits (seq_pieces nullptr) or from the run-time pieces (their table, as
+// MlaAttentionParams::seq_pieces); 0 where the attention wrote o_lat itself.
+struct MlaCombineDeferred {
+    int needed = 0;
+    const int *seq_pieces = nullptr;
+};
+
 // Enqueue the split kernel and the combine kernel on `stream`. No allocation, no synchronization.
 // With n_splits == 1 the fast kernels write o_lat (and NaN rows for invalid lengths) themselves and no combine is
 // launched: o_partial / lse_partial are then untouched (still required: the simple kernel uses them).
+// deferred (optional): no combine kernel is launched; *deferred says what the caller must merge (the layer's W_UV
+// with the combine folded in, mla_uv_combine.cuh).
 // rope_cos / rope_sin must be 16-byte aligned (cudaErrorMisalignedAddress otherwise; the API layer checks it).
-cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t stream);
+cudaError_t mla_attention_launch(const MlaAttentionParams &p, cudaStream_t stream, MlaCombineDeferred *deferred = nullptr);
 
 // The Hopper kernel (mla_attention_sm90.cu): whether it can run on `device` (compute capability 9.0, this build has
 // sm_90a code, enough opt-in smem), and its launch (same parameters, partial format and combine as above; the caller

@@ -14,6 +14,8 @@
 //    reads q_lora in place from the down projection's output, so a is one launch)
 //   e. attention over the latent cache (mla_attention.cuh): o_lat [batch][H][512]
 //   f. W_UV    o[b][h*128:(h+1)*128] = W_UV[h] · o_lat[b][h]        GEMM batched over heads
+//   (e-f fused: on Hopper, where the attention is split and the batch is at most 32, the split attention's combine
+//    goes into one kernel with W_UV (mla_uv_combine.cuh), which loads its weights during the attention's tail)
 //   g. out     y = o · Woᵀ
 // The five GEMMs (a, b, d, f, g) run on one of three engines, chosen per projection and run shape:
 //   cuBLASLt  where it can be loaded (cublaslt_loader.cuh): the untuned default (its heuristic's top-1);
@@ -43,6 +45,9 @@
 //   LATTE_MLA_DISCARD=0       dead scratch (q_attn, o_lat) stays in L2 until written back (unset / 1: dropped unwritten)
 //   LATTE_MLA_UV_EARLY=0      an sm90 W_UV launches when the attention completes (unset / 1: the attention lets it launch
 //                             at once, so its CTAs load their first weight stages on the SMs the attention leaves)
+//   LATTE_MLA_UV_COMBINE=0    a split attention's combine kernel, then W_UV as tuned (unset / 1: the combine folded into
+//                             W_UV, mla_uv_combine.cuh, on Hopper at batches up to 32 and where LATTE_MLA_GEMM and
+//                             LATTE_MLA_SIMPLE_GEMM ask for no other engine)
 //   LATTE_MLA_UV_SM90=0       latte_mla_plan_tune takes the fastest W_UV whatever its engine; =1: the sm90 one-tile W_UV
 //                             whenever it ran (unset: within 25% of the fastest, for what its isolated timing misses)
 //   LATTE_MLA_BALANCE=0       the Hopper attention's CTAs take items c, c + grid, ... (unset / 1: longest first, dealt
@@ -88,6 +93,7 @@
 #include "gemm_sm90.cuh"
 #include "mla_attention.cuh"
 #include "mla_q_absorb_sm90.cuh"
+#include "mla_uv_combine.cuh"
 #include "mla_small_kernels.cuh"
 
 namespace {
@@ -159,6 +165,7 @@ struct MlaCudaPlan {
     bool append_in_q;               // the cache append may go into the fused query kernel (LATTE_MLA_APPEND_IN_Q)
     bool discard_scratch;           // the run's last readers of q_attn, o_lat and the attention's partials drop them from L2 (LATTE_MLA_DISCARD)
     bool uv_early;                  // the attention lets an sm90 W_UV launch at once (PDL) (LATTE_MLA_UV_EARLY)
+    bool uv_combine;                // a split attention's combine folded into W_UV at batches <= 32 (LATTE_MLA_UV_COMBINE)
     int uv_sm90;                    // the tune's W_UV: -1 sm90 within a slack, 0 fastest, 1 sm90 (LATTE_MLA_UV_SM90)
     bool balance;                   // the attention's items dealt longest first (LATTE_MLA_BALANCE)
     bool split_long;                // the balanced schedule may split long sequences at run time (LATTE_MLA_SPLIT_LONG)
@@ -494,10 +501,12 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
         !env_switch("LATTE_MLA_UV_EARLY", 1, &uv_early_want) || !env_switch("LATTE_MLA_BALANCE", 1, &balance_want))
         return LATTE_STATUS_INVALID_ARGUMENT;
     const bool append_in_q = append_want != 0, discard_scratch = discard_want != 0, uv_early = uv_early_want != 0;
-    int attn_prep_want = 1, tune_wide_want = 1, split_long_want = 1, uv_sm90_want = -1, runtime_split_want = 1;
+    int attn_prep_want = 1, tune_wide_want = 1, split_long_want = 1, uv_sm90_want = -1, runtime_split_want = 1,
+        uv_combine_want = 1;
     if (!env_switch("LATTE_MLA_ATTN_PREP", 1, &attn_prep_want) || !env_switch("LATTE_MLA_TUNE_WIDE", 1, &tune_wide_want) ||
         !env_switch("LATTE_MLA_SPLIT_LONG", 1, &split_long_want) || !env_switch("LATTE_MLA_UV_SM90", -1, &uv_sm90_want) ||
-        !env_switch("LATTE_MLA_RUNTIME_SPLIT", 1, &runtime_split_want))
+        !env_switch("LATTE_MLA_RUNTIME_SPLIT", 1, &runtime_split_want) ||
+        !env_switch("LATTE_MLA_UV_COMBINE", 1, &uv_combine_want))
         return LATTE_STATUS_INVALID_ARGUMENT;
     const latte::CublasLtApi *lt_api = nullptr;
     if (want_lt) {
@@ -519,6 +528,7 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
     cp->append_in_q = append_in_q;
     cp->discard_scratch = discard_scratch;
     cp->uv_early = uv_early;
+    cp->uv_combine = uv_combine_want != 0 && want_sm90 && latte::mla_uv_combine_available(plan->device);
     cp->uv_sm90 = uv_sm90_want;
     cp->balance = balance_want != 0;
     cp->attn_prep = attn_prep_want != 0;
@@ -863,7 +873,31 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
     LATTE_PHASE_CHECK("up projection / query rope / W_UK absorption");
     if ((e = record(2))) return cuda_fail(e, "cudaEventRecord(events[2])");
 
-    // e. attention over the latent cache (split kernel and combine kernel, both enqueued by one call)
+    // e. attention over the latent cache (split kernel and combine kernel, both enqueued by one call; the combine
+    // deferred to f where it is folded into W_UV)
+    float *const attn_partial = (float *)(ws + L.attn);  // [n_splits][batch][H][512] fp32, then the LSE (ap below)
+    latte::MlaUvCombineParams uvc;
+    uvc.o_partial = attn_partial;
+    uvc.lse_partial = attn_partial + (size_t)L.attn_splits * (size_t)M * H * kR;
+    uvc.seq_pieces = nullptr;  // set from what the attention's launch deferred
+    uvc.cache_lens = a->cache_lens;
+    uvc.max_cache_len = (int)a->max_cache_len;
+    uvc.n_splits = L.attn_splits;
+    uvc.split_len = L.attn_split_len;
+    uvc.o_lat = t.o_lat;
+    uvc.batch = (int)M;
+    uvc.n_heads = H;
+    uvc.w_uv = cp->w_uv;
+    uvc.o = t.o;
+    uvc.ldo = (int64_t)H * kV;
+    uvc.discard = cp->discard_scratch ? 1 : 0;
+#if defined(LATTE_DEV_EXPERIMENTS)
+    static const int uvc_experiment = getenv("LATTE_MLA_UVC_EXPERIMENT") ? atoi(getenv("LATTE_MLA_UVC_EXPERIMENT")) : 0;
+    uvc.dev_flags = uvc_experiment;
+#endif
+    const bool uv_combine = cp->uv_combine && L.attn_splits > 1 && M <= latte::kMlaUvCombineMaxBatch &&
+                            latte::mla_uv_combine_supports(uvc);
+    latte::MlaCombineDeferred deferred;
     {
         latte::MlaAttentionParams ap;
         ap.q = t.q_attn;
@@ -881,16 +915,16 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
         ap.n_heads = H;
         ap.n_splits = L.attn_splits;
         ap.split_len = L.attn_split_len;
-        ap.o_partial = (float *)(ws + L.attn);
+        ap.o_partial = attn_partial;
         // o_partial is [n_splits][batch][H][512] fp32 (a multiple of 256 bytes), lse_partial follows it
         ap.lse_partial = ap.o_partial + (size_t)L.attn_splits * (size_t)M * H * kR;
         ap.o_lat = t.o_lat;
         ap.discard_q = cp->discard_scratch ? 1 : 0;  // q_attn is dead once the attention has read it
         ap.discard_partial = cp->discard_scratch ? 1 : 0;  // and the partials once merged
         // an sm90 W_UV is launched with PDL (as every sm90 launch after the run's first): its CTAs may take the SMs the
-        // attention's CTAs leave and load W_UV's first stages during the attention's tail
-        // (with the attention split, the combine kernel comes between them: nothing to let in early)
-        ap.launch_dependents = cp->uv_early && on_sm90[kUv] && L.attn_splits == 1 ? 1 : 0;
+        // attention's CTAs leave and load W_UV's first stages during the attention's tail; likewise the W_UV with the
+        // combine folded in behind a split attention (where the combine kernel comes between them, nothing is let in)
+        ap.launch_dependents = cp->uv_early && ((on_sm90[kUv] && L.attn_splits == 1) || uv_combine) ? 1 : 0;
         ap.balance = cp->balance ? 1 : 0;
         ap.split_long = cp->split_long ? 1 : 0;
         ap.runtime_split = cp->runtime_split ? 1 : 0;
@@ -910,15 +944,22 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
             if ((e = latte::mla_attention_launch(warm, stream))) return cuda_fail(e, "attention launch");
         }
 #endif
-        if ((e = latte::mla_attention_launch(ap, stream))) return cuda_fail(e, "attention launch");
+        if ((e = latte::mla_attention_launch(ap, stream, uv_combine ? &deferred : nullptr)))
+            return cuda_fail(e, "attention launch");
         LATTE_PHASE_CHECK("attention");
     }
     // the attention's one call enqueues both its split and combine kernels: [3] and [4] mark the same point
     if ((e = record(3))) return cuda_fail(e, "cudaEventRecord(events[3])");
     if ((e = record(4))) return cuda_fail(e, "cudaEventRecord(events[4])");
 
-    // f. W_UV, g. output projection
-    if ((st = project_i(kUv))) return st;
+    // f. W_UV (with the attention's combine folded in where it was deferred), g. output projection
+    if (deferred.needed) {
+        uvc.seq_pieces = deferred.seq_pieces;
+        if ((e = latte::mla_uv_combine_launch(uvc, true, stream)))
+            return cuda_fail(e, "W_UV with the attention's combine");
+    } else if ((st = project_i(kUv))) {
+        return st;
+    }
     if ((st = project_i(kOut))) return st;
     LATTE_PHASE_CHECK("W_UV / output projection");
     if ((e = record(5))) return cuda_fail(e, "cudaEventRecord(events[5])");
@@ -1374,13 +1415,18 @@ extern "C" latte_status latte_cuda_mla_plan_describe(struct latte_mla_plan_s *pl
         else
             append(" (%s)\n", sel.tuned ? "not timed" : "default, not tuned");
     }
-    if (sel.tuned)  // what the W_UV choice assumed: the early launch only behind an unsplit attention
-        append("attention at the tuned length %lld: %d split(s)%s\n", (long long)sel.tuned_max_cache_len,
+    if (sel.tuned) {  // what the W_UV choice assumed: the early launch only behind an unsplit attention
+        const bool folded = cp->uv_combine && batch <= latte::kMlaUvCombineMaxBatch;
+        append("attention at the tuned length %lld: %d split(s)%s%s\n", (long long)sel.tuned_max_cache_len,
                sel.tuned_attn_splits,
+               sel.tuned_attn_splits == 1 || sel.tuned_attn_run_splits != 1
+                   ? ""
+                   : " run as one, its sequences cut into pieces at run time",
                sel.tuned_attn_splits == 1 ? ""
-               : sel.tuned_attn_run_splits == 1 ? " run as one, its sequences cut into pieces at run time, then the "
-                                                  "combine kernel (no early W_UV launch)"
-                                                : ", then the combine kernel (no early W_UV launch)");
+               : folded ? ", then W_UV with the combine folded in (latte sm90, launched early; the w_uv line is for "
+                          "lengths the attention runs unsplit)"
+                        : ", then the combine kernel (no early W_UV launch)");
+    }
 #undef append
     return LATTE_STATUS_SUCCESS;
 }
