@@ -14,7 +14,7 @@
 //    reads q_lora in place from the down projection's output, so a is one launch)
 //   e. attention over the latent cache (mla_attention.cuh): o_lat [batch][H][512]
 //   f. W_UV    o[b][h*128:(h+1)*128] = W_UV[h] · o_lat[b][h]        GEMM batched over heads
-//   (e-f fused: on Hopper, where the attention is split and the batch is at most 32, the split attention's combine
+//   (e-f fused: on Hopper, where the attention is split and the batch is at most 16, the split attention's combine
 //    goes into one kernel with W_UV (mla_uv_combine.cuh), which loads its weights during the attention's tail)
 //   g. out     y = o · Woᵀ
 // The five GEMMs (a, b, d, f, g) run on one of three engines, chosen per projection and run shape:
@@ -46,7 +46,7 @@
 //   LATTE_MLA_UV_EARLY=0      an sm90 W_UV launches when the attention completes (unset / 1: the attention lets it launch
 //                             at once, so its CTAs load their first weight stages on the SMs the attention leaves)
 //   LATTE_MLA_UV_COMBINE=0    a split attention's combine kernel, then W_UV as tuned (unset / 1: the combine folded into
-//                             W_UV, mla_uv_combine.cuh, on Hopper at batches up to 32 and where LATTE_MLA_GEMM and
+//                             W_UV, mla_uv_combine.cuh, on Hopper at batches up to 16 and where LATTE_MLA_GEMM and
 //                             LATTE_MLA_SIMPLE_GEMM ask for no other engine)
 //   LATTE_MLA_UV_SM90=0       latte_mla_plan_tune takes the fastest W_UV whatever its engine; =1: the sm90 one-tile W_UV
 //                             whenever it ran (unset: within 25% of the fastest, for what its isolated timing misses)
@@ -165,7 +165,7 @@ struct MlaCudaPlan {
     bool append_in_q;               // the cache append may go into the fused query kernel (LATTE_MLA_APPEND_IN_Q)
     bool discard_scratch;           // the run's last readers of q_attn, o_lat and the attention's partials drop them from L2 (LATTE_MLA_DISCARD)
     bool uv_early;                  // the attention lets an sm90 W_UV launch at once (PDL) (LATTE_MLA_UV_EARLY)
-    bool uv_combine;                // a split attention's combine folded into W_UV at batches <= 32 (LATTE_MLA_UV_COMBINE)
+    bool uv_combine;                // a split attention's combine folded into W_UV at batches <= 16 (LATTE_MLA_UV_COMBINE)
     int uv_sm90;                    // the tune's W_UV: -1 sm90 within a slack, 0 fastest, 1 sm90 (LATTE_MLA_UV_SM90)
     bool balance;                   // the attention's items dealt longest first (LATTE_MLA_BALANCE)
     bool split_long;                // the balanced schedule may split long sequences at run time (LATTE_MLA_SPLIT_LONG)

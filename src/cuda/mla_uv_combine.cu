@@ -28,8 +28,8 @@
 //     keeps the LSEs (s = lane + 32 i) in registers and has 64 floats of rows in flight: the LSEs and the first 16
 //     splits' rows are one round trip, each further 16 one more. Loads use ld.global.cg: the partials are written by
 //     the attention, which this grid overlapped.
-//   * the product: warps 0-7, 16 columns of W_UV[h] each over every row, mma.sync m16n8k16 fed by ldmatrix (M ≤ 32:
-//     the tensor work is ~4 MFLOP a CTA; wgmma would buy nothing here).
+//   * the product: warps 0-7, 16 columns of W_UV[h] each over every row, mma.sync m16n8k16 fed by ldmatrix (M ≤ 16:
+//     the tensor work is ~2 MFLOP a CTA; wgmma would buy nothing here).
 #include "cuda/mla_uv_combine.cuh"
 #include "cuda/mla_attention_common.cuh"
 #include "cuda/ptx.cuh"
@@ -51,7 +51,7 @@ constexpr uint32_t kAOff = kWOff + kDv * kRowBytes;
 constexpr int kMaxRows = (kMlaUvCombineMaxBatch + 15) / 16 * 16;
 constexpr uint32_t kScratchBytes = 16 * 32 * 4 * 4;           // batches 1-2: each warp's fp32 share of a slice
 constexpr size_t kSmemMax = kAOff + (size_t)kMaxRows * kRowBytes + kScratchBytes;
-static_assert(kMaxRows <= 32, "the product keeps two m16 tiles of accumulators a warp");
+static_assert(kMaxRows <= 32, "the product keeps at most two m16 tiles of accumulators a warp");
 static_assert(kSmemMax <= 232448, "fits the 227 KB a Hopper block may opt into");
 
 size_t smem_bytes(int batch) { return kAOff + (size_t)((batch + 15) / 16 * 16) * kRowBytes + kScratchBytes; }

@@ -16,8 +16,10 @@
 
 namespace latte {
 
-// The largest batch the kernel takes (its merged rows stay in shared memory beside W_UV[h]).
-constexpr int kMlaUvCombineMaxBatch = 32;
+// The largest batch the kernel takes (its merged rows stay in shared memory beside W_UV[h]). Measured in the layer
+// (H200, medians of four rounds against the combine kernel + the tuned W_UV): batch 1 −3 to −6 µs, 4 and 16 −1.5 to
+// −3, 8 −0.2 to −1.2, 32 −0.2 to +1.2 (its attention fills every SM, so the weights cannot come early): not past 16.
+constexpr int kMlaUvCombineMaxBatch = 16;
 
 struct MlaUvCombineParams {
     // the attention's partials and how to read them: MlaAttentionParams's fields of the same names (o_partial,
