@@ -30,11 +30,11 @@
 // Choosing bn and the mode is a cost model (gemm_sm90_choose) that latte_mla_plan_tune can overrule by timing.
 #include "cuda/gemm_sm90.cuh"
 #include "cuda/ptx.cuh"
+#include "cuda/smem_optin.cuh"
 #include "cuda/tma.cuh"
 
 #include <cuda_bf16.h>
 
-#include <atomic>
 
 namespace latte {
 namespace {
@@ -413,13 +413,7 @@ double cost(int64_t M, int N, int K, int batch, const GemmSm90Config &c, int sm_
 
 template <int BN>
 cudaError_t prepare(int device) {
-    static std::atomic<unsigned long long> done_mask{0};
-    const unsigned long long bit = device >= 0 && device < 64 ? 1ull << device : 0ull;
-    if (bit != 0 && (done_mask.load(std::memory_order_acquire) & bit)) return cudaSuccess;
-    const cudaError_t e =
-        cudaFuncSetAttribute(gemm_sm90_kernel<BN>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)Tile<BN>::kSmemBytes);
-    if (e == cudaSuccess) done_mask.fetch_or(bit, std::memory_order_acq_rel);
-    return e;
+    return smem_optin_once<gemm_sm90_kernel<BN>>(Tile<BN>::kSmemBytes, device);
 }
 
 template <int BN>

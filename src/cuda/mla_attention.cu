@@ -30,8 +30,8 @@
 #include "cuda/mla_attention_common.cuh"
 #include "cuda/mla_attention_schedule.cuh"
 #include "cuda/ptx.cuh"
+#include "cuda/smem_optin.cuh"
 
-#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -660,17 +660,10 @@ bool simple_attention_requested() {
     return requested;
 }
 
-// Raise a fast kernel's dynamic smem limit once per device (cudaFuncSetAttribute is per device and idempotent,
-// so a race between two first calls is harmless).
+// A fast kernel's dynamic smem limit, raised once per device.
 template <int TILE_T>
 cudaError_t prepare_fast_kernel(int device) {
-    static std::atomic<unsigned long long> done_mask{0};
-    const unsigned long long bit = device < 64 ? 1ull << device : 0ull;
-    if (bit != 0 && (done_mask.load(std::memory_order_acquire) & bit)) return cudaSuccess;
-    const cudaError_t e = cudaFuncSetAttribute(mla_attention_fast_kernel<TILE_T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               (int)FastLayout<TILE_T>::kSmemBytes);
-    if (e == cudaSuccess) done_mask.fetch_or(bit, std::memory_order_acq_rel);
-    return e;
+    return smem_optin_once<mla_attention_fast_kernel<TILE_T>>(FastLayout<TILE_T>::kSmemBytes, device);
 }
 
 }  // namespace

@@ -40,8 +40,8 @@
 #include "cuda/mla_attention.cuh"
 #include "cuda/mla_attention_common.cuh"
 #include "cuda/ptx.cuh"
+#include "cuda/smem_optin.cuh"
 
-#include <atomic>
 #include <cstdlib>
 
 namespace latte {
@@ -376,15 +376,7 @@ bool mla_attention_wgmma_available(int device) {
 
 template <int kExp>
 cudaError_t launch_wgmma(const MlaAttentionParams &p, int device, cudaStream_t stream) {
-    // raise the dynamic smem limit once per device (idempotent: a race between two first calls is harmless)
-    static std::atomic<unsigned long long> done_mask{0};
-    const unsigned long long bit = device >= 0 && device < 64 ? 1ull << device : 0ull;
-    if (bit == 0 || !(done_mask.load(std::memory_order_acquire) & bit)) {
-        const cudaError_t e = cudaFuncSetAttribute(mla_attention_wgmma_kernel<kExp>,
-                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBytes);
-        if (e != cudaSuccess) return e;
-        done_mask.fetch_or(bit, std::memory_order_acq_rel);
-    }
+    if (const cudaError_t e = smem_optin_once<mla_attention_wgmma_kernel<kExp>>(kSmemBytes, device)) return e;
     const long long blocks = (long long)p.n_splits * p.batch * ((p.n_heads + kHeads - 1) / kHeads);
     if (blocks > 0x7fffffffLL) return cudaErrorInvalidValue;
     mla_attention_wgmma_kernel<kExp><<<(unsigned)blocks, kThreads, kSmemBytes, stream>>>(p);

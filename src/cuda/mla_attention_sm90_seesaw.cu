@@ -57,9 +57,9 @@
 #include "cuda/mla_attention_common.cuh"
 #include "cuda/mla_attention_schedule.cuh"
 #include "cuda/ptx.cuh"
+#include "cuda/smem_optin.cuh"
 #include "cuda/tma.cuh"
 
-#include <atomic>
 #include <cstdlib>
 #include <mutex>
 
@@ -1088,14 +1088,7 @@ long long seesaw_ctas(const MlaAttentionParams &p, int device, cudaError_t *e) {
 template <int kExp>
 cudaError_t launch_seesaw(const MlaAttentionParams &p_in, long long ctas, int piece_slots, const CUtensorMap &map,
                           const CUtensorMap &q_map, const CUtensorMap &o_map, int device, cudaStream_t stream) {
-    static std::atomic<unsigned long long> done_mask{0};
-    const unsigned long long bit = device >= 0 && device < 64 ? 1ull << device : 0ull;
-    if (bit == 0 || !(done_mask.load(std::memory_order_acquire) & bit)) {
-        const cudaError_t e = cudaFuncSetAttribute(mla_attention_seesaw_kernel<kExp>,
-                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBytes);
-        if (e != cudaSuccess) return e;
-        done_mask.fetch_or(bit, std::memory_order_acq_rel);
-    }
+    if (const cudaError_t e = smem_optin_once<mla_attention_seesaw_kernel<kExp>>(kSmemBytes, device)) return e;
     cudaError_t e;
     MlaAttentionParams p = p_in;
     const int n_groups = (p.n_heads + kHeads - 1) / kHeads;

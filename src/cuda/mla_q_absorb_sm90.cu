@@ -31,9 +31,9 @@
 #include "cuda/mla_q_absorb_sm90.cuh"
 #include "cuda/mla_small_kernels.cuh"
 #include "cuda/ptx.cuh"
+#include "cuda/smem_optin.cuh"
 #include "cuda/tma.cuh"
 
-#include <atomic>
 
 namespace latte {
 namespace {
@@ -329,15 +329,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-cudaError_t prepare(int device) {
-    static std::atomic<unsigned long long> done_mask{0};
-    const unsigned long long bit = device >= 0 && device < 64 ? 1ull << device : 0ull;
-    if (bit != 0 && (done_mask.load(std::memory_order_acquire) & bit)) return cudaSuccess;
-    const cudaError_t e =
-        cudaFuncSetAttribute(mla_q_absorb_sm90_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemBytes);
-    if (e == cudaSuccess) done_mask.fetch_or(bit, std::memory_order_acq_rel);
-    return e;
-}
+cudaError_t prepare(int device) { return smem_optin_once<mla_q_absorb_sm90_kernel>(kSmemBytes, device); }
 
 bool aligned16(const void *ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 

@@ -33,12 +33,12 @@
 #include "cuda/mla_uv_combine.cuh"
 #include "cuda/mla_attention_common.cuh"
 #include "cuda/ptx.cuh"
+#include "cuda/smem_optin.cuh"
 #include "cuda/tma.cuh"
 
 #include <cuda_bf16.h>
 #include <math.h>
 
-#include <atomic>
 
 namespace latte {
 namespace {
@@ -280,21 +280,10 @@ int lane_floats(int batch) {
 }
 
 template <int E>
-cudaError_t prepare_one(int device) {
-    static std::atomic<unsigned long long> done_mask{0};
-    const unsigned long long bit = device >= 0 && device < 64 ? 1ull << device : 0ull;
-    if (bit != 0 && (done_mask.load(std::memory_order_acquire) & bit)) return cudaSuccess;
-    const cudaError_t e =
-        cudaFuncSetAttribute(mla_uv_combine_kernel<E>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)kSmemMax);
-    if (e == cudaSuccess) done_mask.fetch_or(bit, std::memory_order_acq_rel);
-    return e;
-}
-
-template <int E>
 cudaError_t launch_one(const MlaUvCombineParams &p, bool pdl, cudaStream_t stream) {
     int device = 0;
     cudaError_t e = cudaGetDevice(&device);
-    if (e == cudaSuccess) e = prepare_one<E>(device);
+    if (e == cudaSuccess) e = smem_optin_once<mla_uv_combine_kernel<E>>(kSmemMax, device);
     if (e != cudaSuccess) return e;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)p.n_heads);
