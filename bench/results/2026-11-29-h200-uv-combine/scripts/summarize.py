@@ -18,7 +18,8 @@ def key(r):
     return f"b{p['batch']} " + ('mixed' if 'uniform' in lens else 'skewed' if 'x8191' in lens else str(p.get('cache_len')))
 out = {'device': 'NVIDIA H200 (132 SMs), one GPU per call', 'date': '2026-11-29',
        'commits': {'base': '7296ac3', 'kernel': '8ff5bbe (fused path at batches <= 32)',
-                   'final': '3cc75ae (fused path at batches <= 16)'},
+                   'final': '3cc75ae (fused path at batches <= 16)',
+                   'refactor': '009a48a (smem opt-in helper; call 8: every GPU test passes)'},
        'method': 'latte-bench --only mla --quick (CUDA-graph replay medians), variants interleaved in one call; '
                  'medians over rounds below; each run measured its own ceilings (ceilings_by_run)',
        'calls': {}, 'ceilings_by_run': {}}
