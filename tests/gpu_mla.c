@@ -815,7 +815,8 @@ int main(void) {
         /* static splits (5 a sequence) run as one split, this run's lengths cut into pieces, merged by the combine */
         {"h64 b24 lens<=3000 pieces", 64,  2048, 1536, 24,  LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 3008, 3000, -1, 6, NULL, 0, 0, 0, 1, 0, NULL, NULL},
         /* the split attention's merge folded into W_UV on Hopper (mla_uv_combine.cu): batch 2 (two warps share a slice's
-         * splits), and batch 1 at 8300 tokens (130 one-tile splits: LSEs past the 128 a lane keeps in registers) */
+         * splits), batch 1 at 8300 tokens (130 one-tile splits: LSEs past the 128 a lane keeps in registers), and
+         * batch 13 (16 floats a lane, a warp a row) */
         {"h64 b2 lens<=2000 split",  64,  2048, 512,  2,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 2048, 2000, -1, 2, NULL, 0, 0, 0, 1, 0, NULL, NULL},
         {"h16 b1 len8300 split",     16,  1024, 256,  1,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 8320, 8300, 8300, 1, NULL, 0, 0, 0, 0, 0, NULL, NULL},
         {"h32 b13 lens<=1500 split", 32,  1024, 512,  13,  LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 1536, 1500, -1, 13, NULL, 0, 0, 0, 1, 0, NULL, NULL},
@@ -950,6 +951,7 @@ int main(void) {
         {"h16 b6 bad lengths uv unfolded", 16, 1024, 256, 6, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, NULL, NULL},
     };
     const mla_case unfolded_tuned = {"r1 b3 tuned, split attention, uv unfolded", 128, 7168, 1536, 3, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 4096, 4000, -1, 3, NULL, 0, 0, 0, 1, 0, NULL, NULL};
+    char *uvc_caller = getenv("LATTE_MLA_UV_COMBINE") ? strdup(getenv("LATTE_MLA_UV_COMBINE")) : NULL;
     for (size_t i = 0; g_hopper && i <= sizeof unfolded / sizeof unfolded[0]; i++) {
         const int is_tuned = i == sizeof unfolded / sizeof unfolded[0];
         const mla_case *k = is_tuned ? &unfolded_tuned : &unfolded[i];
@@ -960,7 +962,9 @@ int main(void) {
         }
         setenv("LATTE_MLA_UV_COMBINE", "0", 1);
         run_case(k, is_tuned);
-        unsetenv("LATTE_MLA_UV_COMBINE");
+        if (uvc_caller) setenv("LATTE_MLA_UV_COMBINE", uvc_caller, 1); /* the caller's own setting, as it was */
+        else unsetenv("LATTE_MLA_UV_COMBINE");
     }
+    free(uvc_caller);
     return test_finish("gpu_mla");
 }

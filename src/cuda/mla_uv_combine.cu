@@ -39,7 +39,6 @@
 #include <cuda_bf16.h>
 #include <math.h>
 
-
 namespace latte {
 namespace {
 
