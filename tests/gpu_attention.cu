@@ -247,7 +247,7 @@ static void run_case(const Case &k, int sms) {
         for (int slot = 0; written && slot < slots && n_piece_items; slot++) {  // a split sequence's pieces: all dealt
             if (!seen[(size_t)(n_units + slot) * n_groups]) continue;
             const MlaPiece &pc = pieces[slot];
-            const int slot0 = pc.slots >> 10, k = pc.slots & 1023;
+            const int slot0 = mla_piece_slot0(pc.slots), k = mla_piece_count(pc.slots);
             for (int j = 0; j < k; j++)
                 list_bad += slot0 + j >= slots || !seen[(size_t)(n_units + slot0 + j) * n_groups] || pieces[slot0 + j].b != pc.b;
             // the pieces cover the sequence's tokens: in order, contiguous, from 0 to T

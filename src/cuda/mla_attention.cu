@@ -546,7 +546,7 @@ __global__ void __launch_bounds__(kThreads, kCombineBlocksPerSm) mla_attention_c
     if (p.seq_pieces) {
         const int sp = p.seq_pieces[b];
         if (sp == 0) return;
-        row0 = sp >> 10, n_valid = sp & 1023, row_step = 1;
+        row0 = mla_piece_slot0(sp), n_valid = mla_piece_count(sp), row_step = 1;
     } else {
         const int len = p.cache_lens[b];
         if (!length_is_valid(len, p.max_cache_len)) {

@@ -72,6 +72,11 @@ struct MlaPiece {
     int b, tok_begin, tok_end, slots;
 };
 static_assert(kMlaSplitCandidates < 1024, "a piece count fits 10 bits");
+// That word, (slot0 << 10) | k (also each sequence's entry of MlaScheduleArgs::seq_pieces), made by the list's writer
+// and read by the seesaw kernel's merge, the combine kernel and the W_UV kernel that folds the combine in
+static __host__ __device__ __forceinline__ int mla_piece_slots(int slot0, int k) { return (slot0 << 10) | k; }
+static __host__ __device__ __forceinline__ int mla_piece_slot0(int slots) { return slots >> 10; }
+static __host__ __device__ __forceinline__ int mla_piece_count(int slots) { return slots & 1023; }
 // The pieces ([kMlaScheduleUnitsMax] MlaPiece: a piece is a unit, so there are never more) and their counters
 // ([batch][n_groups] int) follow the list in the attention's workspace (mla_attention_workspace_bytes counts them), at
 // offsets that do not depend on the batch: the kernel finds them from the list alone
@@ -304,11 +309,11 @@ static __device__ __noinline__ int mla_schedule_split(const MlaScheduleArgs &a, 
         for (int i = 0; i < k; ++i) {
             MlaPiece piece;
             piece.b = u, piece.tok_begin = i * P * 64, piece.tok_end = min(T, (i + 1) * P * 64);
-            piece.slots = (slot << 10) | k;
+            piece.slots = mla_piece_slots(slot, k);
             a.pieces[slot + i] = piece;
             key[n_units + slot + i] = min(P, t - i * P);
         }
-        if (a.seq_pieces) a.seq_pieces[u] = (slot << 10) | k;  // (zeroed at the writer's start, then a barrier)
+        if (a.seq_pieces) a.seq_pieces[u] = mla_piece_slots(slot, k);  // (zeroed at the writer's start, then a barrier)
         for (int g = 0; g < a.n_groups; ++g) a.counters[u * a.n_groups + g] = 0;
         key[u] = -1;
         n_pieces += k;

@@ -207,13 +207,13 @@ __device__ __forceinline__ void seesaw_piece_done(const MlaAttentionParams &p, i
     if (tid == 0) {
         const int slots = mla_schedule_pieces(p.schedule)[slot].slots;
         int *const counter = mla_schedule_counters(p.schedule) + b * n_groups + head0 / kHeads;
-        last_count = atomicAdd(counter, 1) == (slots & 1023) - 1;
+        last_count = atomicAdd(counter, 1) == mla_piece_count(slots) - 1;
     }
     if (ptx::named_bar_sync_or(kBarOut, kThreads, last_count)) {
         // the last: every piece's rows are written (their fences came before their counts)
         __threadfence();
         const int slots = mla_schedule_pieces(p.schedule)[slot].slots;
-        const int slot0 = slots >> 10, k = slots & 1023;
+        const int slot0 = mla_piece_slot0(slots), k = mla_piece_count(slots);
         // w[j][h] over lse[slot0 + j][head0 + h]
         float *const w = p.lse_partial + (size_t)slot0 * p.n_heads + head0;
         if (tid < heads) {

@@ -32,6 +32,7 @@
 //     the tensor work is ~2 MFLOP a CTA; wgmma would buy nothing here).
 #include "cuda/mla_uv_combine.cuh"
 #include "cuda/mla_attention_common.cuh"
+#include "cuda/mla_attention_schedule.cuh"
 #include "cuda/ptx.cuh"
 #include "cuda/smem_optin.cuh"
 #include "cuda/tma.cuh"
@@ -120,7 +121,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_uv_combine_kernel(const MlaUv
         if (p.seq_pieces) {  // run-time pieces: rows slot0.. of o_partial, or 0: the attention wrote o_lat itself
             const int sp = __ldcg(p.seq_pieces + b);
             if (sp == 0) whole = true;
-            else row0 = sp >> 10, n_valid = sp & 1023, row_step = 1;
+            else row0 = mla_piece_slot0(sp), n_valid = mla_piece_count(sp), row_step = 1;
         } else {  // the static splits T reaches, rows s · batch + b; NaN for an invalid length (as the combine writes)
             const int len = __ldcg(p.cache_lens + b);
             if (!attention_detail::length_is_valid(len, p.max_cache_len)) invalid = true;
