@@ -280,11 +280,8 @@ int lane_floats(int batch) {
 }
 
 template <int E>
-cudaError_t launch_one(const MlaUvCombineParams &p, bool pdl, cudaStream_t stream) {
-    int device = 0;
-    cudaError_t e = cudaGetDevice(&device);
-    if (e == cudaSuccess) e = smem_optin_once<mla_uv_combine_kernel<E>>(kSmemMax, device);
-    if (e != cudaSuccess) return e;
+cudaError_t launch_one(const MlaUvCombineParams &p, bool pdl, int device, cudaStream_t stream) {
+    if (const cudaError_t e = smem_optin_once<mla_uv_combine_kernel<E>>(kSmemMax, device)) return e;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)p.n_heads);
     cfg.blockDim = dim3(kThreads);
@@ -321,17 +318,16 @@ bool mla_uv_combine_supports(const MlaUvCombineParams &p) {
 }
 
 cudaError_t mla_uv_combine_launch(const MlaUvCombineParams &p, bool pdl, cudaStream_t stream) {
+    // (the device's fitness is the caller's mla_uv_combine_available, asked once: the layer's plan does)
     if (!mla_uv_combine_supports(p)) return cudaErrorNotSupported;
     int device = 0;
-    cudaError_t e = cudaGetDevice(&device);
-    if (e != cudaSuccess) return e;
-    if (!mla_uv_combine_available(device)) return cudaErrorNotSupported;
+    if (const cudaError_t e = cudaGetDevice(&device)) return e;
     MlaUvCombineParams k = p;
     k.discard = p.discard && aligned(p.o_partial, 128);  // whole lines only
     switch (lane_floats(p.batch)) {
-        case 4: return launch_one<4>(k, pdl, stream);
-        case 8: return launch_one<8>(k, pdl, stream);
-        default: return launch_one<16>(k, pdl, stream);
+        case 4: return launch_one<4>(k, pdl, device, stream);
+        case 8: return launch_one<8>(k, pdl, device, stream);
+        default: return launch_one<16>(k, pdl, device, stream);
     }
 }
 

@@ -54,8 +54,9 @@ bool mla_uv_combine_supports(const MlaUvCombineParams &p);
 
 // Enqueue it. pdl: launched with programmatic stream serialization: its CTAs load W_UV while the kernel before it
 // (the attention, which lets dependents in: MlaAttentionParams::launch_dependents) still runs, and wait for it
-// (griddepcontrol.wait) before reading anything it wrote. cudaErrorNotSupported (nothing enqueued): not available,
-// or parameters it does not take.
+// (griddepcontrol.wait) before reading anything it wrote. cudaErrorNotSupported (nothing enqueued): parameters it
+// does not take. The device must be one mla_uv_combine_available said yes to (as mla_q_absorb_sm90_launch's, not asked
+// again on every launch: the layer's plan asks once).
 cudaError_t mla_uv_combine_launch(const MlaUvCombineParams &p, bool pdl, cudaStream_t stream);
 
 }  // namespace latte
