@@ -139,6 +139,12 @@ static void run_case(const mla_case *k, int tune) {
     else restore_q_fused_env();
     if (k->q_fused && !strcmp(k->q_fused, "1e")) setenv("LATTE_MLA_APPEND_IN_Q", "0", 1);
     if (k->q_fused && !strcmp(k->q_fused, "1p")) setenv("LATTE_MLA_ATTN_PREP", "0", 1);
+    /* the down projection by gemv_bf16: on Hopper at batches up to 8, unless an engine is asked for
+     * (LATTE_MLA_GEMM, LATTE_MLA_SIMPLE_GEMM) or LATTE_MLA_DOWN_GEMV=0; describe must name it exactly there */
+    const char *gemm_now = getenv("LATTE_MLA_GEMM"), *simple_now = getenv("LATTE_MLA_SIMPLE_GEMM"),
+               *gemv_now = getenv("LATTE_MLA_DOWN_GEMV");
+    const int gemv_expected = g_hopper && B <= 8 && !(gemm_now && gemm_now[0]) && !(simple_now && simple_now[0] == '1') &&
+                              !(gemv_now && gemv_now[0] == '0');
     latte_mla_plan gplan = NULL;
     latte_status st = latte_mla_plan_create(&gplan, &cfg, &dw, LATTE_BACKEND_CUDA, NULL);
     unsetenv("LATTE_MLA_SIMPLE_GEMM"); /* read at plan creation only: the plan keeps its choice */
@@ -147,6 +153,14 @@ static void run_case(const mla_case *k, int tune) {
     restore_q_fused_env();
     restore_gemm_env();
     CHECK(st == LATTE_STATUS_SUCCESS, "%s: GPU plan: %s (%s)", k->name, latte_status_string(st), latte_last_error());
+    if (st == LATTE_STATUS_SUCCESS && g_hopper) {
+        char desc[2048];
+        CHECK(latte_mla_plan_describe(gplan, B, desc, sizeof desc) == LATTE_STATUS_SUCCESS, "%s: describe: %s", k->name,
+              latte_last_error());
+        CHECK((strstr(desc, "down: latte gemv") != NULL) == gemv_expected,
+              "%s: batch %lld: describe should %sname the down projection's gemv:\n%s", k->name, (long long)B,
+              gemv_expected ? "" : "not ", desc);
+    }
     if (st == LATTE_STATUS_SUCCESS && k->q_fused) { /* the path the case is about is the one that runs */
         char desc[2048];
         CHECK(latte_mla_plan_describe(gplan, B, desc, sizeof desc) == LATTE_STATUS_SUCCESS, "%s: describe: %s", k->name,
@@ -734,7 +748,7 @@ static void env_checks(void) {
     {
         const char *names[] = {"LATTE_MLA_APPEND_IN_Q", "LATTE_MLA_DISCARD", "LATTE_MLA_UV_EARLY", "LATTE_MLA_BALANCE",
                                "LATTE_MLA_ATTN_PREP", "LATTE_MLA_TUNE_WIDE", "LATTE_MLA_SPLIT_LONG",
-                               "LATTE_MLA_UV_SM90", "LATTE_MLA_UV_COMBINE"};
+                               "LATTE_MLA_UV_SM90", "LATTE_MLA_UV_COMBINE", "LATTE_MLA_DOWN_GEMV"};
         const char *vals[] = {"0", "1", "no"};
         for (int n = 0; n < (int)(sizeof names / sizeof names[0]); n++) {
             /* the caller's own setting of the switch (e.g. the sanitizer script's LATTE_MLA_TUNE_WIDE=0) is put back
@@ -820,6 +834,8 @@ int main(void) {
         {"h64 b2 lens<=2000 split",  64,  2048, 512,  2,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 2048, 2000, -1, 2, NULL, 0, 0, 0, 1, 0, NULL, NULL},
         {"h16 b1 len8300 split",     16,  1024, 256,  1,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 8320, 8300, 8300, 1, NULL, 0, 0, 0, 0, 0, NULL, NULL},
         {"h32 b13 lens<=1500 split", 32,  1024, 512,  13,  LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 1536, 1500, -1, 13, NULL, 0, 0, 0, 1, 0, NULL, NULL},
+        /* DeepSeek's sizes at batch 8 (the down projection's gemv, a whole tile of x rows), padded x (NaN padding) */
+        {"r1 b8 lens<=2000 pad",     128, 7168, 1536, 8,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 2048, 2000, -1, 4, NULL, 0, 8, 8, 1, 0, NULL, NULL},
         {"h32 b5 simple GEMM",       32,  1024, 512,  5,   LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 200, 150, -1, 5, NULL, 0, 0, 0, 0, 1, NULL, NULL},
         {"r1 b4 simple GEMM",        128, 7168, 1536, 4,   LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 160, 150, -1, 4, NULL, 0, 0, 0, 0, 1, NULL, NULL},
         /* our GEMM, forced */
@@ -966,5 +982,19 @@ int main(void) {
         else unsetenv("LATTE_MLA_UV_COMBINE");
     }
     free(uvc_caller);
+    /* LATTE_MLA_DOWN_GEMV=0: small batches with the down projection as tuned (cuBLASLt or sm90) instead of the gemv */
+    const mla_case down_gemm[] = {
+        {"h16 b6 bad lengths down gemm", 16, 1024, 256, 6, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, NULL, NULL},
+        {"h32 b7 lens<=1500 split down gemm", 32, 1024, 512, 7, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 1536, 1500, -1, 7, NULL, 0, 8, 0, 1, 0, NULL, NULL},
+    };
+    char *gemv_caller = getenv("LATTE_MLA_DOWN_GEMV") ? strdup(getenv("LATTE_MLA_DOWN_GEMV")) : NULL;
+    for (size_t i = 0; i < sizeof down_gemm / sizeof down_gemm[0]; i++) {
+        if (filter && *filter && !strstr(down_gemm[i].name, filter)) continue;
+        setenv("LATTE_MLA_DOWN_GEMV", "0", 1);
+        run_case(&down_gemm[i], 0);
+        if (gemv_caller) setenv("LATTE_MLA_DOWN_GEMV", gemv_caller, 1);
+        else unsetenv("LATTE_MLA_DOWN_GEMV");
+    }
+    free(gemv_caller);
     return test_finish("gpu_mla");
 }

@@ -5,6 +5,8 @@
 //              q_lora -> workspace, kv_lora -> cache row len[b] (k_pe roped first if keys are stored rotated),
 //              only for valid lengths; an invalid one bumps the plan's counter instead (the epilogue's work goes
 //              into the fused query kernel where that runs after a bf16 GEMM: see b-d)
+//              (at batches up to 8 the GEMM is gemv_bf16.cuh: one weight stream, no split-K reduction, and it lets
+//              the fused query kernel launch at once)
 //   b. up      q = q_lora · Wq_upᵀ                                  [batch][H*192]
 //   c. rope    q_attn[b][h][512:576] = rope_bf16(q_pe, len[b])
 //   d. W_UK    q_attn[b][h][0:512] = W_UK[h]ᵀ · q_nope[h]            GEMM batched over heads
@@ -48,6 +50,8 @@
 //   LATTE_MLA_UV_COMBINE=0    a split attention's combine kernel, then W_UV as tuned (unset / 1: the combine folded into
 //                             W_UV, mla_uv_combine.cuh, on Hopper at batches up to 16 and where LATTE_MLA_GEMM and
 //                             LATTE_MLA_SIMPLE_GEMM ask for no other engine)
+//   LATTE_MLA_DOWN_GEMV=0     the down projection as tuned at every batch (unset / 1: at batches up to 8 by
+//                             gemv_bf16.cuh, where LATTE_MLA_GEMM and LATTE_MLA_SIMPLE_GEMM ask for no engine)
 //   LATTE_MLA_UV_SM90=0       latte_mla_plan_tune takes the fastest W_UV whatever its engine; =1: the sm90 one-tile W_UV
 //                             whenever it ran (unset: within 25% of the fastest, for what its isolated timing misses)
 //   LATTE_MLA_BALANCE=0       the Hopper attention's CTAs take items c, c + grid, ... (unset / 1: longest first, dealt
@@ -92,6 +96,7 @@
 #include "gemm_bf16.cuh"
 #include "gemm_sm90.cuh"
 #include "mla_attention.cuh"
+#include "gemv_bf16.cuh"
 #include "mla_q_absorb_sm90.cuh"
 #include "mla_uv_combine.cuh"
 #include "mla_small_kernels.cuh"
@@ -162,6 +167,7 @@ struct MlaCudaPlan {
     bool sm90;                      // our Hopper GEMM runs on this device: the default engine
     bool sm90_forced;               // LATTE_MLA_GEMM=sm90
     bool q_fused;                   // the fused query kernel runs on this device and the environment allows it
+    bool down_gemv;                 // the down projection by gemv_bf16 at batches up to 8 (LATTE_MLA_DOWN_GEMV)
     bool append_in_q;               // the cache append may go into the fused query kernel (LATTE_MLA_APPEND_IN_Q)
     bool discard_scratch;           // the run's last readers of q_attn, o_lat and the attention's partials drop them from L2 (LATTE_MLA_DISCARD)
     bool uv_early;                  // the attention lets an sm90 W_UV launch at once (PDL) (LATTE_MLA_UV_EARLY)
@@ -363,6 +369,17 @@ void mla_problems(const MlaCudaPlan *cp, const latte_mla_config &c, int64_t M, c
                       L.split_out);
 }
 
+// A projection as gemv_bf16 takes it (its split is ignored: the gemv never splits across launches)
+latte::GemvParams gemv_of(const GemmProblem &p) {
+    latte::GemvParams g;
+    g.x = p.A, g.ldx = p.lda, g.x_z = p.batch_stride_a;
+    g.w = p.B, g.ldw = p.ldb, g.w_z = p.batch_stride_b;
+    g.y = p.C, g.ldy = p.ldc, g.y_z = p.batch_stride_c;
+    g.M = p.M > latte::kGemvMaxRows ? 0 : (int)p.M;  // (0: refused)
+    g.N = p.N, g.K = p.K, g.Z = p.batch;
+    return g;
+}
+
 // The fused query kernel's arguments (b-d): pointers may be null where only the geometry is wanted.
 latte::MlaQAbsorbArgs q_absorb_args(const MlaCudaPlan *cp, const latte_mla_config &c, int64_t M, const MlaOperands &t,
                                     const int32_t *cache_lens, int64_t max_cache_len, const bf16 *rope_cos,
@@ -502,11 +519,12 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
         return LATTE_STATUS_INVALID_ARGUMENT;
     const bool append_in_q = append_want != 0, discard_scratch = discard_want != 0, uv_early = uv_early_want != 0;
     int attn_prep_want = 1, tune_wide_want = 1, split_long_want = 1, uv_sm90_want = -1, runtime_split_want = 1,
-        uv_combine_want = 1;
+        uv_combine_want = 1, down_gemv_want = 1;
     if (!env_switch("LATTE_MLA_ATTN_PREP", 1, &attn_prep_want) || !env_switch("LATTE_MLA_TUNE_WIDE", 1, &tune_wide_want) ||
         !env_switch("LATTE_MLA_SPLIT_LONG", 1, &split_long_want) || !env_switch("LATTE_MLA_UV_SM90", -1, &uv_sm90_want) ||
         !env_switch("LATTE_MLA_RUNTIME_SPLIT", 1, &runtime_split_want) ||
-        !env_switch("LATTE_MLA_UV_COMBINE", 1, &uv_combine_want))
+        !env_switch("LATTE_MLA_UV_COMBINE", 1, &uv_combine_want) ||
+        !env_switch("LATTE_MLA_DOWN_GEMV", 1, &down_gemv_want))
         return LATTE_STATUS_INVALID_ARGUMENT;
     const latte::CublasLtApi *lt_api = nullptr;
     if (want_lt) {
@@ -525,6 +543,8 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
     cp->sm90 = want_sm90 && latte::gemm_sm90_available(plan->device);
     cp->sm90_forced = sm90_forced;
     cp->q_fused = q_fused;
+    // not where the environment asks for one engine for every projection (LATTE_MLA_GEMM, LATTE_MLA_SIMPLE_GEMM)
+    cp->down_gemv = down_gemv_want != 0 && !simple && !(gemm_env && gemm_env[0]);
     cp->append_in_q = append_in_q;
     cp->discard_scratch = discard_scratch;
     cp->uv_early = uv_early;
@@ -715,11 +735,15 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
             return latte_set_error(LATTE_STATUS_INTERNAL_ERROR, "mla (CUDA): the %s's split %d overflows the partials",
                                    kProjectionName[i], P[i].split);
     }
+    // a. at batches up to 8: gemv_bf16, whatever the shape's entry says (bf16 into down_out, as cuBLASLt and sm90)
+    const latte::GemvParams gv_down = gemv_of(P[kDown]);
+    const bool down_gemv = cp->down_gemv && t.down_out && M <= latte::kGemvMaxRows && latte::gemv_bf16_supports(gv_down);
+    const bool down_bf16 = down_gemv || on_lt[kDown] || on_sm90[kDown];  // down_out holds the rounded product
     latte::MlaQAbsorbArgs qa = q_absorb_args(cp, c, M, t, a->cache_lens, a->max_cache_len, rope_cos, rope_sin);
     // a's epilogue folded into the fused query kernel: where that runs and the down projection leaves bf16
     // [batch][dq + 576] in down_out; q_lora is then read in place from it (row stride dq + 576)
     bool append_in_q = false;
-    if (cp->append_in_q && sel.q_fused && (on_lt[kDown] || on_sm90[kDown])) {
+    if (cp->append_in_q && sel.q_fused && down_bf16) {
         latte::MlaQAbsorbArgs qf = qa;
         qf.q_lora = t.down_out;
         qf.q_lora_stride = dq + kRow;
@@ -825,13 +849,18 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
         return cuda_fail(e, "zeroing the sm90 GEMM's counters");
 
     // a. down projection + cache append
+    auto project_down = [&]() -> latte_status {
+        if (!down_gemv) return project_i(kDown);
+        if ((e = latte::gemv_bf16_launch(gv_down, false, stream))) return cuda_fail(e, "down projection (gemv)");
+        return LATTE_STATUS_SUCCESS;
+    };
     if (append_in_q) {  // the GEMM alone: the fused query kernel appends the rows and reads q_lora from down_out
-        if ((st = project_i(kDown))) return st;
+        if ((st = project_down())) return st;
         LATTE_PHASE_CHECK("down projection");
     } else {
         latte::MlaDownEpilogueArgs ea;
-        if (on_lt[kDown] || on_sm90[kDown]) {  // bf16 [batch][dq + 576] into down_out
-            if ((st = project_i(kDown))) return st;
+        if (down_bf16) {  // bf16 [batch][dq + 576] into down_out
+            if ((st = project_down())) return st;
             ea.down = t.down_out;
             ea.partial = nullptr;
             ea.split = 1;
@@ -1387,6 +1416,11 @@ extern "C" latte_status latte_cuda_mla_plan_describe(struct latte_mla_plan_s *pl
     for (int i = 0; i < kNProj; i++) {
         const ProjChoice &u = sel.use[i];
         append("%s: ", kProjectionShort[i]);
+        if (i == kDown && cp->down_gemv && (cp->use_lt || cp->sm90) && batch <= latte::kGemvMaxRows) {
+            append("latte gemv (batches up to %d, where x's rows are 16-byte aligned; else as tuned)\n",
+                   latte::kGemvMaxRows);
+            continue;
+        }
         if (u.lt) {
             const latte::LtAlgoInfo a = latte::lt_algo_info(cp->lt, u.algo);
             append("cublasLt algo %d tile %d splitK %d cluster %d", a.id, a.tile, a.split_k, a.cluster);

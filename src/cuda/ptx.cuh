@@ -17,6 +17,13 @@ __device__ __forceinline__ void cp_async_16(uint32_t dst, const void *src, bool 
     const int src_bytes = valid ? 16 : 0;
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
+// The same with an L2 cache policy (`policy` from stream_policy(): evict-first, for weights read once).
+__device__ __forceinline__ void cp_async_16_hint(uint32_t dst, const void *src, bool valid, uint64_t policy) {
+    const int src_bytes = valid ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
+                 "r"(src_bytes), "l"(policy)
+                 : "memory");
+}
 // Closes the group of cp.async issued by this thread since the last commit.
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 // Waits until at most N of this thread's committed cp.async groups are still in flight.
@@ -38,6 +45,13 @@ __device__ __forceinline__ uint4 ld_nc_early(const void *ptr) {
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                  : "l"(ptr));
     return v;
+}
+
+// An L2 policy for data read once (createpolicy evict_first, sm_80+), the operand of cp_async_16_hint.
+__device__ __forceinline__ uint64_t stream_policy() {
+    uint64_t pol;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+    return pol;
 }
 
 // ldmatrix x4: four 8x8 b16 matrices from shared memory into the mma fragment layout; lanes 8i..8i+7 give the
