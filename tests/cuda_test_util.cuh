@@ -68,24 +68,21 @@ static inline void write_dirty_over_stale(void *dst, const uint16_t *fresh, cons
     cudaFree(d_fresh), cudaFree(flush);
 }
 
-// n bf16 values from a hash of (index, seed): integers in [-int_range, int_range] (exact in any sum below 2^24), or
-// with int_range 0 a sum of four uniforms, ~normal with standard deviation `scale`.
+// The value of element i under (seed, int_range, scale): integers in [-int_range, int_range] (exact in any sum below
+// 2^24), or with int_range 0 a sum of four uniforms, ~normal with standard deviation `scale`.
+__device__ __forceinline__ float hashed_value(size_t i, uint64_t seed, int int_range, float scale) {
+    uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+    h ^= h >> 31;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 29;
+    if (int_range > 0) return (float)((int)(h % (uint64_t)(2 * int_range + 1)) - int_range);
+    const float s = (float)(h & 0xffff) + (float)((h >> 16) & 0xffff) + (float)((h >> 32) & 0xffff) + (float)(h >> 48);
+    return (s * (1.0f / 65536.0f) - 2.0f) * 1.7320508f * scale;
+}
+// n bf16 values at p, element i hashed_value(i, ...)
 __global__ void fill_bf16_kernel(__nv_bfloat16 *p, size_t n, uint64_t seed, int int_range, float scale) {
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
-        h ^= h >> 31;
-        h *= 0xBF58476D1CE4E5B9ull;
-        h ^= h >> 29;
-        float v;
-        if (int_range > 0) {
-            v = (float)((int)(h % (uint64_t)(2 * int_range + 1)) - int_range);
-        } else {
-            const float s = (float)(h & 0xffff) + (float)((h >> 16) & 0xffff) + (float)((h >> 32) & 0xffff) +
-                            (float)(h >> 48);
-            v = (s * (1.0f / 65536.0f) - 2.0f) * 1.7320508f * scale;
-        }
-        p[i] = __float2bfloat16(v);
-    }
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = __float2bfloat16(hashed_value(i, seed, int_range, scale));
 }
 
 // n bf16 NaNs of one payload (0x7fc1), to tell "never written" from a computed NaN

@@ -56,19 +56,7 @@ __global__ void fill_strided_kernel(__nv_bfloat16 *p, int Z, int rows, int cols,
     const size_t n = (size_t)Z * rows * cols;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         const int64_t z = (int64_t)(i / ((size_t)rows * cols)), r = (int64_t)(i / cols % rows), c = (int64_t)(i % cols);
-        uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
-        h ^= h >> 31;
-        h *= 0xBF58476D1CE4E5B9ull;
-        h ^= h >> 29;
-        float v;
-        if (int_range > 0) {
-            v = (float)((int)(h % (uint64_t)(2 * int_range + 1)) - int_range);
-        } else {
-            const float s = (float)(h & 0xffff) + (float)((h >> 16) & 0xffff) + (float)((h >> 32) & 0xffff) +
-                            (float)(h >> 48);
-            v = (s * (1.0f / 65536.0f) - 2.0f) * 1.7320508f * scale;
-        }
-        p[z * zs + r * ld + c] = __float2bfloat16(v);
+        p[z * zs + r * ld + c] = __float2bfloat16(hashed_value(i, seed, int_range, scale));
     }
 }
 

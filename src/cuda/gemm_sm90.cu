@@ -29,6 +29,7 @@
 //     activation loads after it; consumers wait too before their first store.
 // Choosing bn and the mode is a cost model (gemm_sm90_choose) that latte_mla_plan_tune can overrule by timing.
 #include "cuda/gemm_sm90.cuh"
+#include "cuda/launch.cuh"
 #include "cuda/ptx.cuh"
 #include "cuda/smem_optin.cuh"
 #include "cuda/tma.cuh"
@@ -423,17 +424,8 @@ cudaError_t launch(const CUtensorMap &a_map, const CUtensorMap &b_map, const Gem
     cudaError_t e = cudaGetDevice(&device);
     if (e == cudaSuccess) e = prepare<BN>(device);
     if (e != cudaSuccess) return e;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)grid);
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = Tile<BN>::kSmemBytes;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, gemm_sm90_kernel<BN>, a_map, b_map, p);
+    return launch_maybe_pdl(gemm_sm90_kernel<BN>, dim3((unsigned)grid), dim3(kThreads), Tile<BN>::kSmemBytes, stream, pdl, a_map,
+                            b_map, p);
 }
 
 bool is_mult(int64_t v, int64_t m) { return v % m == 0; }

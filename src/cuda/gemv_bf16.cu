@@ -25,6 +25,7 @@
 // compares every element against a float64 reference at odd sizes, batched, with padding and PDL; tests/gpu_mla.c runs
 // the layer with it (the default at batches up to kGemvMaxRows) and without it (LATTE_MLA_DOWN_GEMV=0).
 #include "cuda/gemv_bf16.cuh"
+#include "cuda/launch.cuh"
 #include "cuda/ptx.cuh"
 #include "cuda/smem_optin.cuh"
 
@@ -137,17 +138,8 @@ bool aligned16(const void *ptr) { return ((uintptr_t)ptr & 15u) == 0; }
 template <int S>
 cudaError_t launch(const GemvParams &p, bool pdl, int device, cudaStream_t stream) {
     if (const cudaError_t e = smem_optin_once<gemv_bf16_kernel<S>>(ring_bytes<S>(), device)) return e;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)(((int64_t)p.N + kRows - 1) / kRows), (unsigned)p.Z);
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = ring_bytes<S>();
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, gemv_bf16_kernel<S>, p, pdl ? 1 : 0);
+    const dim3 grid((unsigned)(((int64_t)p.N + kRows - 1) / kRows), (unsigned)p.Z);
+    return launch_maybe_pdl(gemv_bf16_kernel<S>, grid, dim3(kThreads), ring_bytes<S>(), stream, pdl, p, pdl ? 1 : 0);
 }
 
 }  // namespace

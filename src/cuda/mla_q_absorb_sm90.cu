@@ -29,6 +29,7 @@
 //     after griddepcontrol.wait, while the first stages are still landing (the layer's down epilogue kernel is then not
 //     launched: one launch fewer, and q_lora is read in place from the down projection's output).
 #include "cuda/mla_q_absorb_sm90.cuh"
+#include "cuda/launch.cuh"
 #include "cuda/mla_small_kernels.cuh"
 #include "cuda/ptx.cuh"
 #include "cuda/smem_optin.cuh"
@@ -411,17 +412,8 @@ cudaError_t mla_q_absorb_sm90_launch(const MlaQAbsorbArgs &a, int sm_count, bool
     cudaError_t e = cudaGetDevice(&device);
     if (e == cudaSuccess) e = prepare(device);
     if (e != cudaSuccess) return e;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)grid);
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = kSmemBytes;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, mla_q_absorb_sm90_kernel, a_map, b_map, u_map, o_map, k);
+    return launch_maybe_pdl(mla_q_absorb_sm90_kernel, dim3((unsigned)grid), dim3(kThreads), kSmemBytes, stream, pdl, a_map,
+                            b_map, u_map, o_map, k);
 }
 
 }  // namespace latte

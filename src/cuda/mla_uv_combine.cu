@@ -31,6 +31,7 @@
 //   * the product: warps 0-7, 16 columns of W_UV[h] each over every row, mma.sync m16n8k16 fed by ldmatrix (M ≤ 16:
 //     the tensor work is ~2 MFLOP a CTA; wgmma would buy nothing here).
 #include "cuda/mla_uv_combine.cuh"
+#include "cuda/launch.cuh"
 #include "cuda/mla_attention_common.cuh"
 #include "cuda/mla_attention_schedule.cuh"
 #include "cuda/ptx.cuh"
@@ -282,17 +283,8 @@ int lane_floats(int batch) {
 template <int E>
 cudaError_t launch_one(const MlaUvCombineParams &p, bool pdl, int device, cudaStream_t stream) {
     if (const cudaError_t e = smem_optin_once<mla_uv_combine_kernel<E>>(kSmemMax, device)) return e;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)p.n_heads);
-    cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = smem_bytes(p.batch);
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, mla_uv_combine_kernel<E>, p);
+    return launch_maybe_pdl(mla_uv_combine_kernel<E>, dim3((unsigned)p.n_heads), dim3(kThreads), smem_bytes(p.batch), stream,
+                            pdl, p);
 }
 
 bool aligned(const void *ptr, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(ptr) % bytes == 0; }
