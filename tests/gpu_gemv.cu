@@ -1,18 +1,20 @@
-// The GEMM for a few rows (src/cuda/gemv_bf16.cu: y[z] = x[z] · w[z]ᵀ for 1-8 rows of x) against a float64
+// The GEMM for a few rows (src/cuda/gemv_bf16.cu: y[z] = x[z] · w[z]ᵀ for 1-16 rows of x) against a float64
 // reference, every element of y compared, and y's padding and the rows past the batch checked untouched.
 //
 //   exact:  small integer x and W (|v| <= 3), so every product and partial sum is an integer below 2^24 and exact in
 //           fp32 whatever the order: y must be bf16(the exact sum), bit for bit.
 //   real:   ~normal operands at several magnitudes, against float64 sums: |d| <= 2^-8 |ref| + 2^-18 Σ_k |x_k w_k|
 //           (the bf16 rounding of the result, half an ulp, and fp32 accumulation in another order).
-// Shapes: the layer's down projection (N = 1536 + 576 = 2112 rows, K = 7168) at batches 1, 2, 5, 8, the W_UK shape
+// Shapes: the layer's down projection (N = 1536 + 576 = 2112 rows, K = 7168) at batches 1, 2, 5, 8, 9, 12, 16 (9-16:
+// the kernel's two x tiles), the W_UK shape
 // batched over 128 heads (N = 512, K = 128: x and y strided inside the rows of q and q_attn, y's other 64 columns of
 // each head NaN and never written), long k (16392, 30720: many ring laps), and odd ones: N not a multiple of 16 (a
 // CTA with rows past the end), K not a multiple of 64 (a chunk with part of its copies past the row's end), K = 8,
 // padded strides whose padding (x, w) is NaN and must not be read, y's padding and the rows past the batch
 // NaN-poisoned and required to stay so, launches with programmatic dependent launch right behind a kernel that writes
 // x. Also: the argument rules (a refused launch enqueues nothing).
-// LATTE_GEMM_TIMING=1: the down projection's timing at batches 1-8 (median of 20 launches, each after a read-only L2 flush).
+// LATTE_GEMM_TIMING=1: the down projection's timing at batches 1-16 (median of 20 launches, each after a read-only L2
+// flush).
 // Exit 77 (ctest: skipped) without a GPU.
 #include "cuda/gemv_bf16.cuh"
 #include "cuda/ptx.cuh"
@@ -177,13 +179,13 @@ static void time_layer_shapes() {
     for (const Shape &s : shapes) {
         bf16 *x = nullptr, *w = nullptr, *y = nullptr;
         const size_t nw = (size_t)s.Z * s.N * s.K;
-        CK(cudaMalloc(&x, (size_t)s.Z * 8 * s.K * 2));
+        CK(cudaMalloc(&x, (size_t)s.Z * 16 * s.K * 2));
         CK(cudaMalloc(&w, nw * 2));
-        CK(cudaMalloc(&y, (size_t)s.Z * 8 * s.N * 2));
-        fill_bf16_kernel<<<1024, 256>>>(x, (size_t)s.Z * 8 * s.K, 1, 0, 1.0f);
+        CK(cudaMalloc(&y, (size_t)s.Z * 16 * s.N * 2));
+        fill_bf16_kernel<<<1024, 256>>>(x, (size_t)s.Z * 16 * s.K, 1, 0, 1.0f);
         fill_bf16_kernel<<<1024, 256>>>(w, nw, 2, 0, 0.01f);
-        for (int batch : {1, 2, 4, 8}) {
-            GemvParams p = {x, s.K, (int64_t)8 * s.K, w, s.K, (int64_t)s.N * s.K, y, s.N, (int64_t)8 * s.N,
+        for (int batch : {1, 2, 4, 8, 9, 12, 16}) {
+            GemvParams p = {x, s.K, (int64_t)16 * s.K, w, s.K, (int64_t)s.N * s.K, y, s.N, (int64_t)16 * s.N,
                             batch, s.N, s.K, s.Z};
             std::vector<float> t;
             for (int r = 0; r < 21; r++) {
@@ -276,6 +278,11 @@ int main() {
         {"down real M2 PDL",     2,  2112,  7168, 1,   0,   0,   0,   0,   0,   0,   0, 0.02f, pdl},
         {"down real M5",         5,  2112,  7168, 1,   7176, 0,  0,   0,   2120, 0,  0, 30.0f, false},
         {"down real M8 PDL",     8,  2112,  7168, 1,   0,   0,   0,   0,   0,   0,   0, 1e-3f, pdl},
+        {"down exact M16",       16, 2112,  7168, 1,   0,   0,   0,   0,   0,   0,   3, 0.0f, false},
+        {"down real M9",         9,  2112,  7168, 1,   7176, 0,  0,   0,   2120, 0,  0, 1.0f, false},
+        {"down real M12 PDL",    12, 2112,  7168, 1,   0,   0,   0,   0,   0,   0,   0, 0.1f, pdl},
+        {"down real M16 PDL",    16, 2112,  7168, 1,   7184, 0,  0,   0,   2128, 0,  0, 8.0f, pdl},
+        {"w_uk real M13",        13, 512,   128,  128, qs,  192, 0,   0,   qa,  576, 0, 1.0f, false},
         {"w_uk exact M1",        1,  512,   128,  128, qs,  192, 0,   0,   qa,  576, 3, 0.0f, false},
         {"w_uk real M7 PDL",     7,  512,   128,  128, qs,  192, 0,   0,   qa,  576, 0, 2.0f, pdl},
         {"odd exact",            5,  37,    200,  1,   224, 0,   208, 0,   42,  0,   3, 0.0f, false},
@@ -284,6 +291,8 @@ int main() {
         {"N 1 padded",           8,  1,     520,  1,   560, 0,   544, 0,   8,   0,   0, 0.5f, false},
         {"long K odd N PDL",     7,  45,    16392, 2,  16400, 0, 16392, 0, 45,  0,   2, 0.0f, pdl},
         {"long K exact M8",      8,  200,   30720, 1,  0,   0,   0,   0,   0,   0,   1, 0.0f, false},
+        {"long K odd M15",       15, 29,    12296, 1,  12304, 0, 12296, 0, 33,  0,   0, 0.3f, false},
+        {"odd exact M11 batched", 11, 53,   136,  5,   144, 0,   152, 0,   56,  0,   2, 0.0f, false},
     };
     for (const Case &k : cases) run_case(k);
     if (getenv("LATTE_GEMM_TIMING")) time_layer_shapes();  // (not under ctest: other tests share the GPU there)

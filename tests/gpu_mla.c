@@ -139,12 +139,14 @@ static void run_case(const mla_case *k, int tune) {
     else restore_q_fused_env();
     if (k->q_fused && !strcmp(k->q_fused, "1e")) setenv("LATTE_MLA_APPEND_IN_Q", "0", 1);
     if (k->q_fused && !strcmp(k->q_fused, "1p")) setenv("LATTE_MLA_ATTN_PREP", "0", 1);
-    /* the down projection by gemv_bf16: on Hopper at batches up to 8, unless an engine is asked for
-     * (LATTE_MLA_GEMM, LATTE_MLA_SIMPLE_GEMM) or LATTE_MLA_DOWN_GEMV=0; describe must name it exactly there */
+    /* the down projection by gemv_bf16: on Hopper at batches up to 8 (LATTE_MLA_DOWN_GEMV_ROWS: up to that), unless
+     * an engine is asked for (LATTE_MLA_GEMM, LATTE_MLA_SIMPLE_GEMM) or LATTE_MLA_DOWN_GEMV=0; describe must name it
+     * exactly there */
     const char *gemm_now = getenv("LATTE_MLA_GEMM"), *simple_now = getenv("LATTE_MLA_SIMPLE_GEMM"),
-               *gemv_now = getenv("LATTE_MLA_DOWN_GEMV");
-    const int gemv_expected = g_hopper && B <= 8 && !(gemm_now && gemm_now[0]) && !(simple_now && simple_now[0] == '1') &&
-                              !(gemv_now && gemv_now[0] == '0');
+               *gemv_now = getenv("LATTE_MLA_DOWN_GEMV"), *rows_now = getenv("LATTE_MLA_DOWN_GEMV_ROWS");
+    const int64_t gemv_rows = rows_now && rows_now[0] ? atoi(rows_now) : 8;
+    const int gemv_expected = g_hopper && B <= gemv_rows && !(gemm_now && gemm_now[0]) &&
+                              !(simple_now && simple_now[0] == '1') && !(gemv_now && gemv_now[0] == '0');
     latte_mla_plan gplan = NULL;
     latte_status st = latte_mla_plan_create(&gplan, &cfg, &dw, LATTE_BACKEND_CUDA, NULL);
     unsetenv("LATTE_MLA_SIMPLE_GEMM"); /* read at plan creation only: the plan keeps its choice */
@@ -769,6 +771,25 @@ static void env_checks(void) {
             free(caller);
         }
     }
+    /* LATTE_MLA_DOWN_GEMV_ROWS: a batch size from 1 to 16, anything else fails with INVALID_ARGUMENT naming it */
+    {
+        const char *vals[] = {"1", "16", "0", "17", "8x", "-3"};
+        char *caller = getenv("LATTE_MLA_DOWN_GEMV_ROWS") ? strdup(getenv("LATTE_MLA_DOWN_GEMV_ROWS")) : NULL;
+        for (int i = 0; i < 6; i++) {
+            setenv("LATTE_MLA_DOWN_GEMV_ROWS", vals[i], 1);
+            latte_mla_plan plan = NULL;
+            const latte_status st = latte_mla_plan_create(&plan, &cfg, &w, LATTE_BACKEND_CUDA, NULL);
+            if (caller) setenv("LATTE_MLA_DOWN_GEMV_ROWS", caller, 1);
+            else unsetenv("LATTE_MLA_DOWN_GEMV_ROWS");
+            const latte_status want = i < 2 ? LATTE_STATUS_SUCCESS : LATTE_STATUS_INVALID_ARGUMENT;
+            CHECK(st == want &&
+                      (st == LATTE_STATUS_SUCCESS || (plan == NULL && strstr(latte_last_error(), "LATTE_MLA_DOWN_GEMV_ROWS"))),
+                  "env LATTE_MLA_DOWN_GEMV_ROWS=\"%s\": %s (%s), expected %s", vals[i], latte_status_string(st),
+                  latte_last_error(), latte_status_string(want));
+            latte_mla_plan_destroy(plan);
+        }
+        free(caller);
+    }
     for (int i = 0; i < 5; i++) cudaFree(d[i]);
 }
 
@@ -791,6 +812,7 @@ int main(void) {
     rope_tables_check(LATTE_ROPE_BF16_REFERENCE, 1000, 16, 0.5f);
 
     static const int32_t bad_lens[6] = {5, -1, 9000, 0, 100, -7};
+    static const int32_t bad_lens9[9] = {5, -1, 9000, 0, 100, -7, 77, 101, 1};
     /* a batch that the attention runs unsplit (one split per sequence writes o_lat directly), with bad lengths */
     static int32_t bad_lens256[256];
     for (int b = 0; b < 256; b++) bad_lens256[b] = (int32_t)test_randint(0, 300);
@@ -996,5 +1018,22 @@ int main(void) {
         else unsetenv("LATTE_MLA_DOWN_GEMV");
     }
     free(gemv_caller);
+    /* LATTE_MLA_DOWN_GEMV_ROWS=16: batches 9-16 with the gemv's two x tiles (DeepSeek's sizes at 16 with padded x and
+     * y; an odd batch with bad lengths; a split attention at 11), and a batch past it (17: as tuned) */
+    const mla_case down_gemv16[] = {
+        {"r1 b16 lens<=2000 pad gemv16", 128, 7168, 1536, 16, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 2048, 2000, -1, 6, NULL, 0, 8, 8, 1, 0, NULL, NULL},
+        {"h16 b9 bad lengths gemv16", 16, 1024, 256, 9, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 128, 100, -1, 9, bad_lens9, 0, 0, 0, 0, 0, NULL, NULL},
+        {"h32 b11 lens<=1500 split gemv16", 32, 1024, 512, 11, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 4.0f, 0.5f, 1536, 1500, -1, 11, NULL, 0, 0, 0, 0, 0, NULL, NULL},
+        {"h16 b17 gemv16 past it", 16, 1024, 256, 17, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 300, 260, -1, 17, NULL, 0, 0, 0, 0, 0, NULL, NULL},
+    };
+    char *rows_caller = getenv("LATTE_MLA_DOWN_GEMV_ROWS") ? strdup(getenv("LATTE_MLA_DOWN_GEMV_ROWS")) : NULL;
+    for (size_t i = 0; i < sizeof down_gemv16 / sizeof down_gemv16[0]; i++) {
+        if (filter && *filter && !strstr(down_gemv16[i].name, filter)) continue;
+        setenv("LATTE_MLA_DOWN_GEMV_ROWS", "16", 1);
+        run_case(&down_gemv16[i], 0);
+        if (rows_caller) setenv("LATTE_MLA_DOWN_GEMV_ROWS", rows_caller, 1);
+        else unsetenv("LATTE_MLA_DOWN_GEMV_ROWS");
+    }
+    free(rows_caller);
     return test_finish("gpu_mla");
 }

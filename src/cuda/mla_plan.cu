@@ -5,8 +5,8 @@
 //              q_lora -> workspace, kv_lora -> cache row len[b] (k_pe roped first if keys are stored rotated),
 //              only for valid lengths; an invalid one bumps the plan's counter instead (the epilogue's work goes
 //              into the fused query kernel where that runs after a bf16 GEMM: see b-d)
-//              (at batches up to 8 the GEMM is gemv_bf16.cuh: one weight stream, no split-K reduction, and it lets
-//              the fused query kernel launch at once)
+//              (on Hopper at batches up to 8 the GEMM is gemv_bf16.cuh: one weight stream, no split-K reduction,
+//              and it lets the fused query kernel launch at once)
 //   b. up      q = q_lora · Wq_upᵀ                                  [batch][H*192]
 //   c. rope    q_attn[b][h][512:576] = rope_bf16(q_pe, len[b])
 //   d. W_UK    q_attn[b][h][0:512] = W_UK[h]ᵀ · q_nope[h]            GEMM batched over heads
@@ -50,8 +50,9 @@
 //   LATTE_MLA_UV_COMBINE=0    a split attention's combine kernel, then W_UV as tuned (unset / 1: the combine folded into
 //                             W_UV, mla_uv_combine.cuh, on Hopper at batches up to 16 and where LATTE_MLA_GEMM and
 //                             LATTE_MLA_SIMPLE_GEMM ask for no other engine)
-//   LATTE_MLA_DOWN_GEMV=0     the down projection as tuned at every batch (unset / 1: at batches up to 8 by
+//   LATTE_MLA_DOWN_GEMV=0     the down projection as tuned at every batch (unset / 1: on Hopper at batches up to 8 by
 //                             gemv_bf16.cuh, where LATTE_MLA_GEMM and LATTE_MLA_SIMPLE_GEMM ask for no engine)
+//   LATTE_MLA_DOWN_GEMV_ROWS=N  the largest batch that gemv takes, 1-16 (unset: 8)
 //   LATTE_MLA_UV_SM90=0       latte_mla_plan_tune takes the fastest W_UV whatever its engine; =1: the sm90 one-tile W_UV
 //                             whenever it ran (unset: within 25% of the fastest, for what its isolated timing misses)
 //   LATTE_MLA_BALANCE=0       the Hopper attention's CTAs take items c, c + grid, ... (unset / 1: longest first, dealt
@@ -167,7 +168,8 @@ struct MlaCudaPlan {
     bool sm90;                      // our Hopper GEMM runs on this device: the default engine
     bool sm90_forced;               // LATTE_MLA_GEMM=sm90
     bool q_fused;                   // the fused query kernel runs on this device and the environment allows it
-    bool down_gemv;                 // the down projection by gemv_bf16 at batches up to 8 (LATTE_MLA_DOWN_GEMV)
+    bool down_gemv;                 // the down projection by gemv_bf16 at small batches (LATTE_MLA_DOWN_GEMV)
+    int down_gemv_rows;             // ... at batches up to this (LATTE_MLA_DOWN_GEMV_ROWS; kGemvLayerRows)
     bool append_in_q;               // the cache append may go into the fused query kernel (LATTE_MLA_APPEND_IN_Q)
     bool discard_scratch;           // the run's last readers of q_attn, o_lat and the attention's partials drop them from L2 (LATTE_MLA_DISCARD)
     bool uv_early;                  // the attention lets an sm90 W_UV launch at once (PDL) (LATTE_MLA_UV_EARLY)
@@ -526,6 +528,16 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
         !env_switch("LATTE_MLA_UV_COMBINE", 1, &uv_combine_want) ||
         !env_switch("LATTE_MLA_DOWN_GEMV", 1, &down_gemv_want))
         return LATTE_STATUS_INVALID_ARGUMENT;
+    int down_gemv_rows = latte::kGemvLayerRows;
+    if (const char *v = getenv("LATTE_MLA_DOWN_GEMV_ROWS"); v && v[0]) {
+        char *end = nullptr;
+        const long n = strtol(v, &end, 10);
+        if (*end || n < 1 || n > latte::kGemvMaxRows)
+            return latte_set_error(LATTE_STATUS_INVALID_ARGUMENT,
+                                   "environment: LATTE_MLA_DOWN_GEMV_ROWS=\"%.40s\" is not a batch size from 1 to %d", v,
+                                   latte::kGemvMaxRows);
+        down_gemv_rows = (int)n;
+    }
     const latte::CublasLtApi *lt_api = nullptr;
     if (want_lt) {
         const char *why = nullptr;
@@ -543,8 +555,11 @@ extern "C" latte_status latte_cuda_mla_plan_init(struct latte_mla_plan_s *plan, 
     cp->sm90 = want_sm90 && latte::gemm_sm90_available(plan->device);
     cp->sm90_forced = sm90_forced;
     cp->q_fused = q_fused;
-    // not where the environment asks for one engine for every projection (LATTE_MLA_GEMM, LATTE_MLA_SIMPLE_GEMM)
-    cp->down_gemv = down_gemv_want != 0 && !simple && !(gemm_env && gemm_env[0]);
+    // on Hopper (where it was measured; cp->sm90 also means the bf16 down_out it writes exists), not where the
+    // environment asks for one engine for every projection (LATTE_MLA_GEMM, LATTE_MLA_SIMPLE_GEMM)
+    cp->down_gemv = down_gemv_want != 0 && !simple && !(gemm_env && gemm_env[0]) && cp->sm90 &&
+                    latte::gemv_bf16_available(plan->device);
+    cp->down_gemv_rows = down_gemv_rows;
     cp->append_in_q = append_in_q;
     cp->discard_scratch = discard_scratch;
     cp->uv_early = uv_early;
@@ -735,9 +750,11 @@ extern "C" latte_status latte_cuda_mla_run(struct latte_mla_plan_s *plan, const 
             return latte_set_error(LATTE_STATUS_INTERNAL_ERROR, "mla (CUDA): the %s's split %d overflows the partials",
                                    kProjectionName[i], P[i].split);
     }
-    // a. at batches up to 8: gemv_bf16, whatever the shape's entry says (bf16 into down_out, as cuBLASLt and sm90)
+    // a. at batches up to down_gemv_rows: gemv_bf16, whatever the shape's entry says (bf16 into down_out, as
+    // cuBLASLt and sm90)
     const latte::GemvParams gv_down = gemv_of(P[kDown]);
-    const bool down_gemv = cp->down_gemv && t.down_out && M <= latte::kGemvMaxRows && latte::gemv_bf16_supports(gv_down);
+    const bool down_gemv =
+        cp->down_gemv && t.down_out && M <= cp->down_gemv_rows && latte::gemv_bf16_supports(gv_down);
     const bool down_bf16 = down_gemv || on_lt[kDown] || on_sm90[kDown];  // down_out holds the rounded product
     latte::MlaQAbsorbArgs qa = q_absorb_args(cp, c, M, t, a->cache_lens, a->max_cache_len, rope_cos, rope_sin);
     // a's epilogue folded into the fused query kernel: where that runs and the down projection leaves bf16
@@ -1416,9 +1433,9 @@ extern "C" latte_status latte_cuda_mla_plan_describe(struct latte_mla_plan_s *pl
     for (int i = 0; i < kNProj; i++) {
         const ProjChoice &u = sel.use[i];
         append("%s: ", kProjectionShort[i]);
-        if (i == kDown && cp->down_gemv && (cp->use_lt || cp->sm90) && batch <= latte::kGemvMaxRows) {
+        if (i == kDown && cp->down_gemv && batch <= cp->down_gemv_rows) {
             append("latte gemv (batches up to %d, where x's rows are 16-byte aligned; else as tuned)\n",
-                   latte::kGemvMaxRows);
+                   cp->down_gemv_rows);
             continue;
         }
         if (u.lt) {
