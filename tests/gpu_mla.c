@@ -793,6 +793,21 @@ static void env_checks(void) {
     for (int i = 0; i < 5; i++) cudaFree(d[i]);
 }
 
+/* untuned cases with the environment variable `name` set to `value` at their plans' creation (the caller's own setting
+ * of it put back after each, so the cases that follow run as asked) */
+static void run_cases_with_env(const mla_case *cases, size_t n, const char *name, const char *value,
+                               const char *filter) {
+    char *caller = getenv(name) ? strdup(getenv(name)) : NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (filter && *filter && !strstr(cases[i].name, filter)) continue;
+        setenv(name, value, 1);
+        run_case(&cases[i], 0);
+        if (caller) setenv(name, caller, 1);
+        else unsetenv(name);
+    }
+    free(caller);
+}
+
 int main(void) {
     if (!test_gpu_available("gpu_mla")) return TEST_SKIP;
     test_seed("gpu_mla");
@@ -1009,15 +1024,7 @@ int main(void) {
         {"h16 b6 bad lengths down gemm", 16, 1024, 256, 6, LATTE_MLA_KEYS_STORED_ROTATED, 1.0f, 1.0f, 1.0f, 128, 100, -1, 6, bad_lens, 0, 0, 0, 1, 0, NULL, NULL},
         {"h32 b7 lens<=1500 split down gemm", 32, 1024, 512, 7, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 1536, 1500, -1, 7, NULL, 0, 8, 0, 1, 0, NULL, NULL},
     };
-    char *gemv_caller = getenv("LATTE_MLA_DOWN_GEMV") ? strdup(getenv("LATTE_MLA_DOWN_GEMV")) : NULL;
-    for (size_t i = 0; i < sizeof down_gemm / sizeof down_gemm[0]; i++) {
-        if (filter && *filter && !strstr(down_gemm[i].name, filter)) continue;
-        setenv("LATTE_MLA_DOWN_GEMV", "0", 1);
-        run_case(&down_gemm[i], 0);
-        if (gemv_caller) setenv("LATTE_MLA_DOWN_GEMV", gemv_caller, 1);
-        else unsetenv("LATTE_MLA_DOWN_GEMV");
-    }
-    free(gemv_caller);
+    run_cases_with_env(down_gemm, sizeof down_gemm / sizeof down_gemm[0], "LATTE_MLA_DOWN_GEMV", "0", filter);
     /* LATTE_MLA_DOWN_GEMV_ROWS=16: batches 9-16 with the gemv's two x tiles (DeepSeek's sizes at 16 with padded x and
      * y; an odd batch with bad lengths; a split attention at 11), and a batch past it (17: as tuned) */
     const mla_case down_gemv16[] = {
@@ -1026,14 +1033,7 @@ int main(void) {
         {"h32 b11 lens<=1500 split gemv16", 32, 1024, 512, 11, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 4.0f, 0.5f, 1536, 1500, -1, 11, NULL, 0, 0, 0, 0, 0, NULL, NULL},
         {"h16 b17 gemv16 past it", 16, 1024, 256, 17, LATTE_MLA_KEYS_ROTATED_AT_READ, 1.0f, 1.0f, 1.0f, 300, 260, -1, 17, NULL, 0, 0, 0, 0, 0, NULL, NULL},
     };
-    char *rows_caller = getenv("LATTE_MLA_DOWN_GEMV_ROWS") ? strdup(getenv("LATTE_MLA_DOWN_GEMV_ROWS")) : NULL;
-    for (size_t i = 0; i < sizeof down_gemv16 / sizeof down_gemv16[0]; i++) {
-        if (filter && *filter && !strstr(down_gemv16[i].name, filter)) continue;
-        setenv("LATTE_MLA_DOWN_GEMV_ROWS", "16", 1);
-        run_case(&down_gemv16[i], 0);
-        if (rows_caller) setenv("LATTE_MLA_DOWN_GEMV_ROWS", rows_caller, 1);
-        else unsetenv("LATTE_MLA_DOWN_GEMV_ROWS");
-    }
-    free(rows_caller);
+    run_cases_with_env(down_gemv16, sizeof down_gemv16 / sizeof down_gemv16[0], "LATTE_MLA_DOWN_GEMV_ROWS", "16",
+                       filter);
     return test_finish("gpu_mla");
 }
