@@ -14,8 +14,7 @@
 // NaN-poisoned and required to stay so, launches with programmatic dependent launch right behind a kernel that writes
 // x. Also: the argument rules (a refused launch enqueues nothing).
 // LATTE_GEMM_TIMING=1: the down projection's timing at batches 1-16 (median of 20 launches, each after a read-only L2
-// flush). In a build with -DLATTE_DEV_EXPERIMENTS, LATTE_GEMV_DIAG=N (gemv_bf16.cu: parts of the kernel left out, wrong
-// results) with LATTE_GEMM_TIMING=1 prints that timing alone, no checks.
+// flush).
 // Exit 77 (ctest: skipped) without a GPU.
 #include "cuda/gemv_bf16.cuh"
 #include "cuda/ptx.cuh"
@@ -201,10 +200,8 @@ static void time_layer_shapes() {
             }
             std::sort(t.begin(), t.end());
             const double us = t[t.size() / 2];
-            const char *diag = getenv("LATTE_GEMV_DIAG");
-            printf("timing%s%s: %s (%.1f MB) batch %2d: %.1f us median (%.1f-%.1f), %.2f TB/s of weights\n",
-                   diag ? " diag " : "", diag ? diag : "", s.name, nw * 2e-6, batch, us, (double)t.front(),
-                   (double)t.back(), nw * 2.0 / us * 1e-6);
+            printf("timing: %s (%.1f MB) batch %2d: %.1f us median (%.1f-%.1f), %.2f TB/s of weights\n", s.name,
+                   nw * 2e-6, batch, us, (double)t.front(), (double)t.back(), nw * 2.0 / us * 1e-6);
         }
         CK(cudaFree(x));
         CK(cudaFree(w));
@@ -229,10 +226,6 @@ int main() {
     if (const char *seed = getenv("LATTE_TEST_SEED")) g_seed = strtoull(seed, nullptr, 0);
     else g_seed ^= (uint64_t)time(nullptr);
     printf("gpu_gemv: seed 0x%llx\n", (unsigned long long)g_seed);
-    if (getenv("LATTE_GEMM_TIMING") && getenv("LATTE_GEMV_DIAG") && atoi(getenv("LATTE_GEMV_DIAG")) != 0) {
-        time_layer_shapes();  // a dev build's diagnostic: its results are wrong, so no checks
-        return 0;
-    }
 
     // the argument rules: a refused launch says so and enqueues nothing
     {

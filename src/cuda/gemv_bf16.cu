@@ -30,8 +30,6 @@
 #include "cuda/ptx.cuh"
 #include "cuda/smem_optin.cuh"
 
-#include <stdlib.h>
-
 namespace latte {
 namespace {
 
@@ -48,14 +46,7 @@ constexpr size_t ring_bytes() { return (size_t)kWarps * S * kChunkBytes; }
 // j·512 + lane·16 of its warp's slot: each piece's 32 lanes are contiguous, so the reads are conflict-free.
 // NT tiles of 8 rows of x (NT = 2: batches 9-16): each chunk of w, once in registers, multiplies every tile.
 template <int S, int NT>
-__global__ void __launch_bounds__(kThreads, 1) gemv_bf16_kernel(const GemvParams p, int flags) {
-    const bool pdl = flags & 1;
-#if defined(LATTE_DEV_EXPERIMENTS)
-    const int dev = flags;  // LATTE_GEMV_DIAG (wrong results, for timing): 2 x never loaded, 4 no smem reads or mma,
-                            // 8 no reduction or stores
-#else
-    constexpr int dev = 0;
-#endif
+__global__ void __launch_bounds__(kThreads, 1) gemv_bf16_kernel(const GemvParams p, int pdl) {
     extern __shared__ __align__(16) unsigned char ring[];
     __shared__ float red[kWarps][kRows][8 * NT];
     ptx::griddep_launch_dependents();  // the next kernel may start loading what does not depend on y
@@ -99,10 +90,6 @@ __global__ void __launch_bounds__(kThreads, 1) gemv_bf16_kernel(const GemvParams
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
                 const int k = kChunk * (warp + kWarps * i) + 32 * hf;
-                if (dev & 2) {
-                    xv[u][hf] = make_uint4(0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u);
-                    continue;
-                }
                 xv[u][hf] = i < mine && xok[u] && k + 8 * t4 < p.K ? *reinterpret_cast<const uint4 *>(xr[u] + k)
                                                                     : make_uint4(0u, 0u, 0u, 0u);
             }
@@ -123,10 +110,6 @@ __global__ void __launch_bounds__(kThreads, 1) gemv_bf16_kernel(const GemvParams
         uint4 xn[NT][2];
         load_x(i + 1, xn);  // the next chunk's x in flight while this one's product runs
         ptx::cp_async_wait<S - 1>();  // this thread's copies of chunk i have landed
-        if (dev & 4) {
-            issue(i + S);
-            continue;
-        }
         const uint32_t src = slot0 + (uint32_t)(i % S) * kChunkBytes;
         uint4 a[4];
 #pragma unroll
@@ -149,7 +132,6 @@ __global__ void __launch_bounds__(kThreads, 1) gemv_bf16_kernel(const GemvParams
         for (int u = 0; u < NT; u++) xv[u][0] = xn[u][0], xv[u][1] = xn[u][1];
     }
     ptx::cp_async_wait<0>();
-    if (dev & 8) return;
 
     // the warps' partial sums: d0 d1 (row g, x rows 8u + 2t4, 8u + 2t4 + 1), d2 d3 (row g + 8, same)
 #pragma unroll
@@ -177,11 +159,8 @@ template <int S, int NT>
 cudaError_t launch(const GemvParams &p, bool pdl, int device, cudaStream_t stream) {
     if (const cudaError_t e = smem_optin_once<gemv_bf16_kernel<S, NT>>(ring_bytes<S>(), device)) return e;
     const dim3 grid((unsigned)(((int64_t)p.N + kRows - 1) / kRows), (unsigned)p.Z);
-    int flags = pdl ? 1 : 0;
-#if defined(LATTE_DEV_EXPERIMENTS)
-    if (const char *d = getenv("LATTE_GEMV_DIAG")) flags |= atoi(d) & ~1;
-#endif
-    return launch_maybe_pdl(gemv_bf16_kernel<S, NT>, grid, dim3(kThreads), ring_bytes<S>(), stream, pdl, p, flags);
+    return launch_maybe_pdl(gemv_bf16_kernel<S, NT>, grid, dim3(kThreads), ring_bytes<S>(), stream, pdl, p,
+                            pdl ? 1 : 0);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# NOT RUN YET (written 2026-12-07, revised in the next session, which had no GPU lent: README.md). For branch
+# Ran as call 2 (H100, the evening session of 2026-12-07, branch down-gemv-v2 at b9398b3; README.md). For branch
 # down-gemv-v2: gemv_bf16 v2 (per-warp cp.async rings; one x tile at batches 1-8, the layer's default; two tiles at
 # 9-16 behind LATTE_MLA_DOWN_GEMV_ROWS=16) and src/cuda/launch.cuh (the PDL launch setup of four launchers).
 # One call, most important first, each step only while time is left (LIMIT s, default 520):

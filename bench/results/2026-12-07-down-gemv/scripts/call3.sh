@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# NEVER STARTED (its starts failed, then the device time ran out: README.md).
 # Call 3: what call 2's gpu_check left (its 300 s budget ran out after gpu-test: the oracle at batch 128 was cut during
 # its timing, bench and pytest skipped), and call 2's one oracle miss (few_long_random_short_keys_stored_rotated, seed
 # 1553349338: one element of a 5-token sequence at batch 128, where the gemv never runs) against main's library

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# NEVER STARTED (its starts failed, then the device time ran out: README.md).
 # Call 4: call 3 cut to what the session's device time left (call 3 never started: three failed starts). Most
 # important first, each step only while time is left (LIMIT s, default 200):
 #   1. the branch's library and main's (c572b1a, .carry/main_src.tgz), built side by side;
