@@ -2,7 +2,9 @@
 # NEVER STARTED (its starts failed, then the device time ran out: README.md).
 # Call 4: call 3 cut to what the session's device time left (call 3 never started: three failed starts). Most
 # important first, each step only while time is left (LIMIT s, default 200):
-#   1. the branch's library and main's (c572b1a, .carry/main_src.tgz), built side by side;
+#   1. the branch's library and main's (c572b1a, .carry/main_src.tgz, made by `git archive c572b1a -- CMakeLists.txt
+#      cmake include src tests bench/CMakeLists.txt bench/latte_bench.cu bench/probes python scripts examples Makefile |
+#      gzip > .carry/main_src.tgz`), built side by side (on main now, "the branch" is main itself);
 #   2. call 2's one oracle miss (few_long_random_short_keys_stored_rotated, seed 1553349338, batch 128, where the gemv
 #      never runs) with both libraries: the same miss with main's means it is not this branch's;
 #   3. pytest (python/tests) on the branch's library, the oracle test included;
