@@ -38,18 +38,6 @@ typedef __nv_bfloat16 bf16;
 
 static uint64_t g_seed = 0x5eed0001ull;
 
-static float bf2f(uint16_t v) {
-    uint32_t u = (uint32_t)v << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-static uint16_t f2bf(float f) {  // round to nearest even (no NaN here)
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
 
 // the elements (z, r, c < cols) of a strided [Z][rows][ld] layout get hashed values (fill_bf16_kernel's), the rest of
 // the buffer is left as it is (NaN-poisoned by the caller: padding that must never be read)
@@ -133,14 +121,14 @@ static void run_case(Case k) {
                 double ref = 0.0, mag = 0.0;
                 const uint16_t *xr = &hx[(size_t)z * k.x_z + (size_t)m * k.ldx], *wr = &hw[(size_t)z * k.w_z + (size_t)n * k.ldw];
                 for (int kk = 0; kk < k.K; kk++) {
-                    const double pr = (double)bf2f(xr[kk]) * (double)bf2f(wr[kk]);
+                    const double pr = (double)bf16_bits_to_float(xr[kk]) * (double)bf16_bits_to_float(wr[kk]);
                     ref += pr;
                     mag += fabs(pr);
                 }
-                const float gv = bf2f(got);
+                const float gv = bf16_bits_to_float(got);
                 bool ok;
                 if (k.int_range > 0) {
-                    ok = got == f2bf((float)ref);
+                    ok = got == float_to_bf16_bits_rne((float)ref);
                 } else {
                     const double d = fabs((double)gv - ref), tol = ldexp(fabs(ref), -8) + ldexp(mag, -18);
                     ok = d <= tol && !isnan(gv);

@@ -167,14 +167,25 @@ cudaError_t launch(const GemvParams &p, bool pdl, int device, cudaStream_t strea
 
 constexpr size_t kRedBytes = sizeof(float) * kWarps * kRows * 16;  // the two-tile kernel's (the one-tile one: half)
 
-bool gemv_bf16_available(int device) {
+// The ring's depth on a device, by what a block may opt into: 6 chunks a warp (192 KB) on Hopper, 4 (128 KB) on
+// sm_80 / sm_87; 0 where it does not run (before sm_80, or 99 KB: sm_86, sm_89)
+static cudaError_t ring_depth(int device, int *depth) {
     int major = 0, optin = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) != cudaSuccess) {
+    *depth = 0;
+    if (const cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) return e;
+    if (const cudaError_t e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device)) return e;
+    if (major >= 8 && (size_t)optin >= ring_bytes<6>() + kRedBytes) *depth = 6;
+    else if (major >= 8 && (size_t)optin >= ring_bytes<4>() + kRedBytes) *depth = 4;
+    return cudaSuccess;
+}
+
+bool gemv_bf16_available(int device) {
+    int depth = 0;
+    if (ring_depth(device, &depth) != cudaSuccess) {
         (void)cudaGetLastError();
         return false;
     }
-    return major >= 8 && (size_t)optin >= ring_bytes<4>() + kRedBytes;
+    return depth > 0;
 }
 
 bool gemv_bf16_supports(const GemvParams &p) {
@@ -186,13 +197,11 @@ bool gemv_bf16_supports(const GemvParams &p) {
 
 cudaError_t gemv_bf16_launch(const GemvParams &p, bool pdl, cudaStream_t stream) {
     if (!gemv_bf16_supports(p)) return cudaErrorNotSupported;
-    // the ring's depth by what a block may opt into: 6 chunks a warp (192 KB) on Hopper, 4 (128 KB) on sm_80 / sm_87;
-    // devices with less (sm_86, sm_89: 99 KB) are refused (gemv_bf16_available)
-    int device = 0, optin = 0;
+    int device = 0, depth = 0;
     if (const cudaError_t e = cudaGetDevice(&device)) return e;
-    if (const cudaError_t e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device)) return e;
-    if ((size_t)optin < ring_bytes<4>() + kRedBytes) return cudaErrorNotSupported;
-    const bool deep = (size_t)optin >= ring_bytes<6>() + kRedBytes;
+    if (const cudaError_t e = ring_depth(device, &depth)) return e;
+    if (depth == 0) return cudaErrorNotSupported;
+    const bool deep = depth == 6;
     if (p.M > 8) return deep ? launch<6, 2>(p, pdl, device, stream) : launch<4, 2>(p, pdl, device, stream);
     return deep ? launch<6, 1>(p, pdl, device, stream) : launch<4, 1>(p, pdl, device, stream);
 }
