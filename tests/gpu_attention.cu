@@ -190,11 +190,12 @@ static void run_case(const Case &k, int sms) {
     // the static splits as the seesaw kernel runs them: one split with up to `slots` run-time pieces, or as they are
     // (slots: where there are no run-time pieces, the one-split workspace's [batch] rows)
     int grid = 0, runtime_slots = 0;
+    bool seesaw_runs = false;
     {
         int dev = 0;
         CK(cudaGetDevice(&dev));
         const char *kernel = getenv("LATTE_MLA_ATTENTION");
-        const bool seesaw_runs = mla_attention_wgmma_available(dev) && (!kernel || !*kernel || !strcmp(kernel, "wgmma3"));
+        seesaw_runs = mla_attention_wgmma_available(dev) && (!kernel || !*kernel || !strcmp(kernel, "wgmma3"));
         grid = mla_attention_seesaw_grid(p, dev);
         runtime_slots = seesaw_runs ? mla_attention_runtime_split(p, grid) : 0;
     }
@@ -379,6 +380,15 @@ static void run_case(const Case &k, int sms) {
     std::vector<double> s, s_alt, ref(512), ref_abs(512);  // ref_abs[d] = Σ_t p_t |c_t[d]|
     std::vector<double> flip(512);  // Σ_t p_t |s_alt_t − s_t| (|c_t[d]| + |ref[d]|): o's give under a score's other rounding
     std::vector<float> kpe(64);
+    // Whole short sequences on the seesaw kernel (one split; 2..kWholeExactMax tokens, every score away from a rounding
+    // step): its tail rounds P as the reference rounds it, p = bf16(e / Σe) (src/cuda/mla_attention_sm90_seesaw.cu,
+    // kTailWholeMax), so o must be bf16(Σ_t p_t c_t) bit for bit but for the fp32 sum's order and the exp's last bits.
+    // A flash kernel's rounding, bf16(e) and the division at the end, would match far fewer: counted beside, to show
+    // that the check can tell them apart.
+    constexpr int kWholeExactMax = 8;
+    const bool exact_whole = seesaw_runs && run_splits == 1;
+    size_t n_exact = 0, n_exact_same = 0, n_flash_same = 0;
+    std::vector<double> p_ref, p_flash;
     for (int b = 0; b < B; b++) {
         const int len = k.lens[b];
         const bool valid = len >= 0 && len <= L;
@@ -443,6 +453,24 @@ static void run_case(const Case &k, int sms) {
                 const uint16_t *cr = &cache[b * c_batch + t * row];
                 for (int d = 0; d < 512; d++) flip[d] += w * (fabs(val(cr[d])) + fabs(ref[d]));
             }
+            if (exact_whole && T >= 2 && T <= kWholeExactMax && n_alt == 0) {
+                p_ref.assign(T, 0.0), p_flash.assign(T, 0.0);
+                for (int t = 0; t < T; t++) {
+                    const double e = exp(s[t] - mx);
+                    p_ref[t] = bf((float)(e / l)), p_flash[t] = bf((float)e);
+                }
+                for (int d = 0; d < 512; d++) {
+                    double r = 0.0, fl = 0.0;
+                    for (int t = 0; t < T; t++) {
+                        const double c = val(cache[b * c_batch + t * row + d]);
+                        r += p_ref[t] * c, fl += p_flash[t] * c;
+                    }
+                    const float want = bf((float)r);
+                    n_exact++;
+                    n_exact_same += val(orow[d]) == want;
+                    n_flash_same += bf((float)(fl / l)) == want;
+                }
+            }
             for (int d = 0; d < 512; d++) {
                 const double got = val(orow[d]), err = fabs(got - ref[d]);
                 // + the bf16 rounding of P (each p within 2^-9 p of the exact one, as the reference's bmm rounds it):
@@ -463,6 +491,15 @@ static void run_case(const Case &k, int sms) {
     if (n_flip_explained)
         printf("  %s: %d element(s) within tolerance only with a score's other rounding (a dot near a bf16 step)\n",
                k.name, n_flip_explained);
+    if (n_exact > 0) {
+        // required over at least 256 rows (a row's p lands within the exp's error of a bf16 step about once in
+        // ~500 rows, and then many of its 512 elements move: a handful of rows alone could miss 99%)
+        const bool exact_ok = n_exact < 256 * 512 || n_exact_same >= 0.99 * n_exact;
+        printf("  %s: whole sequences of 2-%d tokens: %zu of %zu elements bit-identical to P rounded as the reference rounds"
+               " it (%.2f%%; a flash rounding of P: %.2f%%)%s\n", k.name, kWholeExactMax, n_exact_same, n_exact,
+               100.0 * n_exact_same / n_exact, 100.0 * n_flash_same / n_exact, exact_ok ? "" : ": fewer than 99%");
+        bad += !exact_ok;
+    }
     if (guard_bad) printf("  %s: %d guard values around q changed (a line outside q was discarded)\n", k.name, guard_bad);
     bad += guard_bad;
     const bool pieces_wrong = k.expect_pieces >= 0 && seesaw_as_released() && (n_piece_items > 0) != (k.expect_pieces > 0);
@@ -890,6 +927,12 @@ int main() {
         for (int i = 0; i < n_long; i++) v[(size_t)i * (n - 1) / std::max(1, n_long - 1)] = long_len - (i % 2) * (int)(rng() % 100);
         return v;
     };
+    // lengths 0..max_len in turn (T = 1..max_len + 1), an invalid one now and then
+    const auto short_lens = [](int n, int max_len) {
+        std::vector<int> v(n);
+        for (int i = 0; i < n; i++) v[i] = rng() % 16 == 0 ? -1 : i % (max_len + 1);
+        return v;
+    };
     std::vector<int> discard_lens = random_lens(160, 130);
     discard_lens[0] = 130, discard_lens[1] = -1, discard_lens[2] = 0;  // the longest, an invalid one, one token
     const Case cases[] = {
@@ -908,6 +951,10 @@ int main() {
         {"many sequences, split in two", 150, 64, 700, random_lens(150, 700), true, 0, 0, 1.f, 1.f},
         {"many short sequences, 16 heads", 300, 16, 40, random_lens(300, 40), true, 0, 0, 1.f, 1.f},
         {"unequal lengths", 7, 128, 300, {0, 1, 63, 64, 65, 128, 300}, true, 0, 0, 1.f, 1.f},
+        // whole sequences of 1-14 tokens in one split: the tail (1-4), the tail of a whole sequence with P rounded as the
+        // reference rounds it (5-8), the pair (9-14); checked bit for bit where P is the reference's (the exact check)
+        {"whole short sequences: P rounded as the reference", 98, 128, 20, short_lens(98, 13), true, 0, 0, 1.f, 1.f, false, 1, 0},
+        {"whole short sequences, stored keys, 48 heads", 70, 48, 20, short_lens(70, 13), false, 0, 0, 3.f, 0.5f, false, 1, 0},
         {"pair boundaries", 5, 128, 257, {127, 128, 129, 191, 257}, true, 0, 0, 1.f, 1.f},
         {"stored keys", 4, 128, 200, {200, 3, 130, 77}, false, 0, 0, 1.f, 1.f},
         {"invalid lengths", 4, 64, 100, {-1, 50, 101, 100}, true, 0, 0, 1.f, 1.f},

@@ -47,7 +47,7 @@
 //   Q is copied in once they have read the region.
 // Shared memory (1024-byte aligned; every operand chunk [64 rows][128 B], unit u of row r at u ^ (r % 8)):
 //   Q [64][576] 72 KB (and the output's staging) | KV [2][64][576] 144 KB | P1 [64][64] 8 KB | 18 + 6 + 1 mbarriers
-//   (copies, hand-offs, Q) | the row maxima of S0 and S1, row sums. The tail's scores live in buffer 0's rows 32-39.
+//   (copies, hand-offs, Q) | the row maxima of S0 and S1, row sums. The tail's scores live in buffer 0's rows 32-47.
 //   P0 lives in buffer 0's k_pe chunk (8), free once S0 has read it.
 // Keys' rope (reference convention): the S owner rotates its tile's k_pe chunk in smem right before the chunk's 4
 // wgmma, the last of its S (2 unit pairs per thread). The rotation costs ~1,000 cycles a pair on the critical path
@@ -91,6 +91,13 @@ static_assert((2 * kChunks + 7) * 8 <= 256, "mbarriers fit their slot");
 // cores instead of the tensor cores: every reference length attends 64k + 1 tokens, and a pair of one token cost
 // nearly a whole pair (~8,600 cycles, H100 timeline at 512: an S of 36 wgmma, a softmax, two P·V), against ~1,000.
 [[maybe_unused]] constexpr int kTailMax = 4;
+// A whole sequence of at most this many tokens (one split, one tile) goes through the tail as well: there every score is
+// known before P is rounded, so P is rounded as the reference rounds it (tail_update's `whole`). Up to 4 tokens since
+// 2026-11-25; 5-8 since 2026-12-07, after the oracle found one element of a 6-token sequence outside the tolerance under
+// the pair's flash rounding (NOTES, "Short sequences' P rounded as the reference"). 8: the tail's m64n8 scores, its 4n
+// rotating threads of one warpgroup and its s_tail rows (32 + 2n of buffer 0's chunk 0) all hold up to 8 tokens.
+[[maybe_unused]] constexpr int kTailWholeMax = 8;
+static_assert(kTailMax <= kTailWholeMax && kTailWholeMax <= 8, "the tail's scores are one m64n8 wgmma");
 static_assert(kSmemBytes <= 232448, "fits the 227 KB a Hopper block may opt into");
 
 #if LATTE_PTX_SM90A  // the device-only part (the sm_80 image and the host pass do not see it)
@@ -183,7 +190,9 @@ __device__ __forceinline__ SeesawItem seesaw_item(const MlaAttentionParams &p, i
     }
     it.n_tiles = it.real ? (tok_end - it.tok_begin + kTile - 1) / kTile : 0;
     const int last_tokens = tok_end - it.tok_begin - kTile * (it.n_tiles - 1);
-    it.tail = it.real && (it.n_tiles & 1) && last_tokens <= kTailMax ? last_tokens : 0;
+    // (a whole sequence in one tile: the tail takes up to kTailWholeMax tokens; stage_out is n_splits == 1)
+    const int tail_max = it.n_tiles == 1 && p.n_splits == 1 && unit < n_units ? kTailWholeMax : kTailMax;
+    it.tail = it.real && (it.n_tiles & 1) && last_tokens <= tail_max ? last_tokens : 0;
     return it;
 }
 
@@ -634,7 +643,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     // 2^(from − to) for a running max that moved from `from` to `to` (1 while both are −inf)
     const auto rescale = [](float from, float to) { return to == -INFINITY ? 1.f : fast_exp2((from - to) * kLog2e); };
 
-    // The tail (kTailMax): the scores of its n tokens (rows 0..n-1 of buffer 0) for the 64 heads, by warpgroup 0's
+    // The tail (kTailMax; kTailWholeMax for a whole sequence): the scores of its n tokens (rows 0..n-1 of buffer 0) for the 64 heads, by warpgroup 0's
     // tensor cores: 36 wgmma m64n8k16 (A = Q, B = the tile's rows 0..7; rows n..7 hold other data, NaN in the tests:
     // only their own columns, never read, see it), after WG0's threads 0..4n-1 have rotated the n rows' k_pe units in
     // place (the reference convention; V reads only the latent chunks). Rounded as the reference rounds them into
@@ -695,7 +704,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     };
     // ... then each thread folds the tail into its rows of O: the pair's max, O and the row sums rescaled,
     // O += bf16(p)·v over its 64 columns of the tail rows (the fp32 sum of p once a row: WG0's thread t4 = 0).
-    // `whole`: the tail is the whole sequence (a sequence of at most kTailMax tokens, one split): every score is known
+    // `whole`: the tail is the whole sequence (a sequence of at most kTailWholeMax tokens, one split): every score is known
     // here, so P is rounded as the reference rounds it, p = bf16(e / Σe), and the row sum becomes 1. (Elsewhere P is
     // rounded before its row sum is known, bf16(e), as in any flash kernel; on a sequence of a few tokens each p
     // weighs so much that this rounding alone put elements of y outside the reference's tolerance: the oracle's
