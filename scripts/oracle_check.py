@@ -238,6 +238,17 @@ def main():
             c_ref = c_ref[it]
             r["y_misses"] = o.reference_check(y[it], y_ref)
             r["y_rel_err"] = o.rel_err(y[it], y_ref)
+
+            def miss_lengths(v):  # {sequence length: missing elements}, for the sequences that miss
+                g, e = v.float(), y_ref.float()
+                bad = ((g - e).abs() > 8e-3 + 2e-2 * e.abs()) | (torch.isnan(g) ^ torch.isnan(e))
+                out = {}
+                for i, n in enumerate(bad.sum(-1).tolist()):
+                    if n:
+                        out[sub_lens[i]] = out.get(sub_lens[i], 0) + n
+                return dict(sorted(out.items()))
+            if r["y_misses"]:
+                r["y_miss_lengths"] = miss_lengths(y[it])
             if r["y_misses"]:  # where: (sequence, its length, column, latte, reference), the first few
                 g, e = y[it].float(), y_ref.float()
                 bad = ((g - e).abs() > 8e-3 + 2e-2 * e.abs()) | (torch.isnan(g) ^ torch.isnan(e))
@@ -267,6 +278,8 @@ def main():
                 y_ab = torch.cat([ab(x[it][i:i + 1], c2[i:i + 1], sub_lens[i], cos, sin,
                                      keys_stored_rotated=rotated) for i in range(len(idx))])
             r["torch_absorbed_misses"] = o.reference_check(y_ab, y_ref)
+            if r["torch_absorbed_misses"]:
+                r["torch_absorbed_miss_lengths"] = miss_lengths(y_ab)
             r["torch_absorbed_rel_err"] = o.rel_err(y_ab, y_ref)
             if a.flash:  # the same with a flash kernel's softmax rounding (see flash_absorbed)
                 c3 = cache_in[it].clone()

@@ -5,7 +5,8 @@
 #   2. gpu_attention in full; the oracle at seed 1553349338 with both libraries;
 #   3. the layer at batch 128, base and new interleaved, three rounds;
 #   4. the gemv's A/B at batches 1, 2, 4, 8 (LATTE_MLA_DOWN_GEMV=0 / 1, this tree, three rounds, into gemv/);
-#   5. the oracle at a fresh seed with its timing.
+#   5. where the short cases' misses lie, by sequence length (four seeds, every sequence, --flash);
+#   6. the oracle at a fresh seed with its timing.
 # Files back: summary lines on stdout; ab.tgz, gemv.tgz, gpu_attention.log, logs.tgz.
 set -u
 t0=$(date +%s)
@@ -55,12 +56,19 @@ left 60 && ab 2
 left 60 && gemv 2
 left 60 && ab 3
 left 60 && gemv 3
+# where the short cases' misses lie (sequence length: missing elements; scripts/oracle_check.py's y_miss_lengths), this
+# library beside PyTorch absorbed and its flash-rounding variant, four seeds, every sequence of the batch
+for sd in 1 2 3 4; do left 70 && { LATTE_LIBRARY=$PWD/build-gpu/liblatte.so PYTHONPATH=$PWD/python timeout 60 \
+  python3 scripts/oracle_check.py --out $OUT/oracle_short_$sd --seed $sd --cases short_lens,few_long_random --sample 0 \
+  --flash --no-timing > $OUT/oracle_short_$sd.log 2>&1; echo "oracle short seed $sd rc $?:"
+  grep -E '^(short_lens|few_long_random)[a-z_]*:' $OUT/oracle_short_$sd.log | sed -E 's/^([a-z_]+):.*(y_misses=[0-9]+).*(torch_absorbed_misses=[0-9]+).*(torch_flash_misses=[0-9]+).*/\1 \2 \3 \4/'
+  grep -oE '^[a-z_]+:|(y_miss_lengths|torch_absorbed_miss_lengths)=\{[^}]*\}' $OUT/oracle_short_$sd.log | tr '\n' ' '; echo; }; done
 python3 $S/summarize.py $OUT/ab --json $OUT/ab/ab_summary.json
 python3 $S/summarize.py $OUT/gemv --json $OUT/gemv/ab_summary.json
 left 60 && { LATTE_LIBRARY=$PWD/build-gpu/liblatte.so PYTHONPATH=$PWD/python timeout $(( LIMIT - $(date +%s) + t0 - 10 )) \
   python3 scripts/oracle_check.py --out $OUT/oracle --iters 20 > $OUT/oracle.log 2>&1
   echo "oracle rc $?: $(grep -E 'FAILED|all checks|^len|ceilings' $OUT/oracle.log | tail -8 | tr '\n' ' ')"; }
 echo "total $(( $(date +%s) - t0 )) s"
-cd $OUT && tar czf ab.tgz ab && tar czf gemv.tgz gemv && tar czf logs.tgz *.log oracle_seed_* oracle 2>/dev/null
-rm -rf ab gemv oracle_seed_* oracle build_*.log oracle*.log
+cd $OUT && tar czf ab.tgz ab && tar czf gemv.tgz gemv && tar czf logs.tgz *.log oracle_seed_* oracle_short_* oracle 2>/dev/null
+rm -rf ab gemv oracle_seed_* oracle_short_* oracle build_*.log oracle*.log
 ls $OUT
