@@ -643,9 +643,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     // 2^(from − to) for a running max that moved from `from` to `to` (1 while both are −inf)
     const auto rescale = [](float from, float to) { return to == -INFINITY ? 1.f : fast_exp2((from - to) * kLog2e); };
 
-    // The tail (kTailMax; kTailWholeMax for a whole sequence): the scores of its n tokens (rows 0..n-1 of buffer 0) for the 64 heads, by warpgroup 0's
-    // tensor cores: 36 wgmma m64n8k16 (A = Q, B = the tile's rows 0..7; rows n..7 hold other data, NaN in the tests:
-    // only their own columns, never read, see it), after WG0's threads 0..4n-1 have rotated the n rows' k_pe units in
+    // The tail (kTailMax tokens; kTailWholeMax for a whole sequence): the scores of its n tokens (rows 0..n-1 of
+    // buffer 0) for the 64 heads, by warpgroup 0's tensor cores: 36 wgmma m64n8k16 (A = Q, B = the tile's rows 0..7;
+    // rows n..7 hold other data, NaN in the tests: only their own columns, never read, see it), after WG0's threads 0..4n-1 have rotated the n rows' k_pe units in
     // place (the reference convention; V reads only the latent chunks). Rounded as the reference rounds them into
     // s_tail[n][64]: rows 32.. of buffer 0's chunk 0, scratch once the tile has landed (the wgmma read rows 0..7).
     // It was four CUDA-core threads a head: ~1.5 µs an item in the scores' shared-memory loads (H100 timeline).
@@ -704,8 +704,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     };
     // ... then each thread folds the tail into its rows of O: the pair's max, O and the row sums rescaled,
     // O += bf16(p)·v over its 64 columns of the tail rows (the fp32 sum of p once a row: WG0's thread t4 = 0).
-    // `whole`: the tail is the whole sequence (a sequence of at most kTailWholeMax tokens, one split): every score is known
-    // here, so P is rounded as the reference rounds it, p = bf16(e / Σe), and the row sum becomes 1. (Elsewhere P is
+    // `whole`: the tail is the whole sequence (a sequence of at most kTailWholeMax tokens, one split): every score is
+    // known here, so P is rounded as the reference rounds it, p = bf16(e / Σe), and the row sum becomes 1. (Elsewhere P is
     // rounded before its row sum is known, bf16(e), as in any flash kernel; on a sequence of a few tokens each p
     // weighs so much that this rounding alone put elements of y outside the reference's tolerance: the oracle's
     // short sequences, NOTES.)
