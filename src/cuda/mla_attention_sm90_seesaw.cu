@@ -643,12 +643,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     // 2^(from − to) for a running max that moved from `from` to `to` (1 while both are −inf)
     const auto rescale = [](float from, float to) { return to == -INFINITY ? 1.f : fast_exp2((from - to) * kLog2e); };
 
-    // The tail (kTailMax tokens; kTailWholeMax for a whole sequence): the scores of its n tokens (rows 0..n-1 of
-    // buffer 0) for the 64 heads, by warpgroup 0's tensor cores: 36 wgmma m64n8k16 (A = Q, B = the tile's rows 0..7;
-    // rows n..7 hold other data, NaN in the tests: only their own columns, never read, see it), after WG0's threads 0..4n-1 have rotated the n rows' k_pe units in
-    // place (the reference convention; V reads only the latent chunks). Rounded as the reference rounds them into
-    // s_tail[n][64]: rows 32.. of buffer 0's chunk 0, scratch once the tile has landed (the wgmma read rows 0..7).
-    // It was four CUDA-core threads a head: ~1.5 µs an item in the scores' shared-memory loads (H100 timeline).
+    // The tail (kTailMax tokens; kTailWholeMax for a whole sequence): the scores of its n tokens (rows 0..n-1 of buffer 0)
+    // for the 64 heads, by warpgroup 0's tensor cores: 36 wgmma m64n8k16 (A = Q, B = the tile's rows 0..7; rows n..7 hold
+    // other data, NaN in the tests: only their own columns, never read, see it), after WG0's threads 0..4n-1 have rotated
+    // the n rows' k_pe units in place (the reference convention; V reads only the latent chunks). Rounded as the reference
+    // rounds them into s_tail[n][64]: rows 32.. of buffer 0's chunk 0, scratch once the tile has landed (the wgmma read
+    // rows 0..7). It was four CUDA-core threads a head: ~1.5 µs an item in the scores' shared-memory loads (H100
+    // timeline).
     unsigned char *const tail_tile_ptr = smem + kKvOff;  // buffer 0
     float *const s_tail = reinterpret_cast<float *>(tail_tile_ptr + 32 * 128);
     uint32_t tails_done = 0;  // the parity of the tail hand-off
