@@ -1,10 +1,13 @@
 // Helpers shared by the CUDA unit tests (gpu_*.cu): a CUDA-call check that exits on failure, the CHECK counters, an L2
 // flush that reads (a memset flush leaves dirty lines that the timed kernel would have to write back: NOTES.md), and
-// kernels that fill bf16 buffers with hashed values or poison them with NaN, and the host's bf16 conversions.
+// kernels that fill bf16 buffers with hashed values or poison them with NaN. The host's bf16 conversions are the
+// library's own (src/internal.h: latte_bf16_to_f32, latte_f32_to_bf16, round to nearest even).
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+
+#include "internal.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -34,20 +37,6 @@ static int g_fail __attribute__((unused)) = 0, g_checks __attribute__((unused)) 
 
 // Reads `bytes` (a multiple of 16; at least 3× the L2) at `buf` on the legacy stream; its last 4 bytes of the first
 // half receive a value only if the XOR of everything read hits a constant (so the reads cannot be optimized away).
-// bf16 bits to float, and float to bf16 bits rounded to nearest even (the device's __float2bfloat16_rn for finite
-// values): the host side of the GPU tests' references
-static inline float bf16_bits_to_float(uint16_t v) {
-    uint32_t u = (uint32_t)v << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-static inline uint16_t float_to_bf16_bits_rne(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
-}
 
 __global__ void l2_flush_kernel(const uint4 *__restrict__ p, size_t n16, unsigned *sink) {
     unsigned x = 0;

@@ -144,9 +144,9 @@ static void compare(const char *what, const Shape &s, const Buffers &b, bool exa
                 const uint16_t got = c[at];
                 bool ok;
                 if (exact) {
-                    ok = got == float_to_bf16_bits_rne((float)r);
+                    ok = got == latte_f32_to_bf16((float)r);
                 } else {
-                    const double v = bf16_bits_to_float(got);
+                    const double v = latte_bf16_to_f32(got);
                     ok = fabs(v - r) <= 1e-2 * fabs(r) + 1e-3 * rms;
                     if (fabs(r) > rms * 1e-2) max_rel = std::max(max_rel, fabs(v - r) / fabs(r));
                 }
@@ -154,7 +154,7 @@ static void compare(const char *what, const Shape &s, const Buffers &b, bool exa
                     bad++;
                     if (shown++ < 5)
                         printf("  %s %s: C[%d][%lld][%d] = %g (0x%04x), reference %.9g\n", s.name, what, z, (long long)m, n,
-                               bf16_bits_to_float(got), got, r);
+                               latte_bf16_to_f32(got), got, r);
                 }
             }
     size_t touched = 0;
@@ -326,7 +326,7 @@ static void discard_check(int64_t M, int batch, const GemmSm90Config &cf, bool h
             for (int k = 0; k < K; k++) {
                 const size_t at = (size_t)(z * s.sa + m * s.lda + k);
                 inside[at] = 1;
-                fresh[at] = float_to_bf16_bits_rne((float)((int)(rng() % 7) - 3));
+                fresh[at] = latte_f32_to_bf16((float)((int)(rng() % 7) - 3));
             }
     fill(b.B, b.nb, 3, 1.0f);
     write_dirty_over_stale(b.A, fresh.data(), stale.data(), na);

@@ -121,14 +121,14 @@ static void run_case(Case k) {
                 double ref = 0.0, mag = 0.0;
                 const uint16_t *xr = &hx[(size_t)z * k.x_z + (size_t)m * k.ldx], *wr = &hw[(size_t)z * k.w_z + (size_t)n * k.ldw];
                 for (int kk = 0; kk < k.K; kk++) {
-                    const double pr = (double)bf16_bits_to_float(xr[kk]) * (double)bf16_bits_to_float(wr[kk]);
+                    const double pr = (double)latte_bf16_to_f32(xr[kk]) * (double)latte_bf16_to_f32(wr[kk]);
                     ref += pr;
                     mag += fabs(pr);
                 }
-                const float gv = bf16_bits_to_float(got);
+                const float gv = latte_bf16_to_f32(got);
                 bool ok;
                 if (k.int_range > 0) {
-                    ok = got == float_to_bf16_bits_rne((float)ref);
+                    ok = got == latte_f32_to_bf16((float)ref);
                 } else {
                     const double d = fabs((double)gv - ref), tol = ldexp(fabs(ref), -8) + ldexp(mag, -18);
                     ok = d <= tol && !isnan(gv);
