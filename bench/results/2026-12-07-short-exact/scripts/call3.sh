@@ -16,11 +16,7 @@ S=bench/results/2026-12-07-short-exact/scripts
 . bench/results/2026-12-07-down-gemv/scripts/lib.sh   # fmt
 nvidia-smi --query-gpu=name,clocks.max.sm,driver_version --format=csv,noheader
 mkdir -p /tmp/base && tar xzf .carry/base_src.tgz -C /tmp/base
-bld() {  # bld DIR SRC JOBS TARGETS...
-  local d=$1 s=$2 j=$3; shift 3
-  cmake -S $s -B $d -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a > $OUT/build_$(basename $d).log 2>&1 &&
-  cmake --build $d -j$j --target "$@" >> $OUT/build_$(basename $d).log 2>&1
-}
+. $S/lib.sh                                            # bld
 bld /tmp/base/build /tmp/base 6 latte latte-bench & pb=$!
 bld $PWD/build-gpu . 12 latte latte-bench gpu_attention || { tail -30 $OUT/build_build-gpu.log; exit 1; }
 echo "new built $(( $(date +%s) - t0 )) s"
