@@ -1,7 +1,8 @@
-// Helpers shared by the CUDA unit tests (gpu_*.cu): a CUDA-call check that exits on failure, the CHECK counters, an L2
-// flush that reads (a memset flush leaves dirty lines that the timed kernel would have to write back: NOTES.md), and
-// kernels that fill bf16 buffers with hashed values or poison them with NaN. The host's bf16 conversions are the
-// library's own (src/internal.h: latte_bf16_to_f32, latte_f32_to_bf16, round to nearest even).
+// Helpers shared by the CUDA unit tests (gpu_*.cu): a CUDA-call check that exits on failure, the CHECK counters, a
+// parallel for over host threads (for float64 references), an L2 flush that reads (a memset flush leaves dirty lines
+// that the timed kernel would have to write back: NOTES.md), and kernels that fill bf16 buffers with hashed values or
+// poison them with NaN. The host's bf16 conversions are the library's own (src/internal.h: latte_bf16_to_f32,
+// latte_f32_to_bf16, round to nearest even).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -13,6 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
 
 #define CK(call)                                                                                          \
     do {                                                                                                  \
@@ -34,6 +40,21 @@ static int g_fail __attribute__((unused)) = 0, g_checks __attribute__((unused)) 
             printf("\n");                 \
         }                                 \
     } while (0)
+
+// Runs fn(i) for i in [0, n) on every host thread (hardware_concurrency, at most 64): for the float64 references,
+// whose single-thread time would otherwise be the test's. fn must write only what belongs to its i.
+template <class Fn>
+static void for_each_host_thread(int n, const Fn &fn) {
+    const int n_threads = (int)std::min(64u, std::max(1u, std::thread::hardware_concurrency()));
+    std::atomic<int> next(0);
+    const auto work = [&]() {
+        for (int i; (i = next.fetch_add(1)) < n;) fn(i);
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < n_threads && t < n; t++) pool.emplace_back(work);
+    work();
+    for (std::thread &t : pool) t.join();
+}
 
 // Reads `bytes` (a multiple of 16; at least 3× the L2) at `buf` on the legacy stream; its last 4 bytes of the first
 // half receive a value only if the XOR of everything read hits a constant (so the reads cannot be optimized away).

@@ -49,6 +49,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 using namespace latte;
@@ -374,12 +375,9 @@ static void run_case(const Case &k, int sms) {
         for (size_t i = 0; i < q.size(); i++) q_stale += back[kGuard + i] != q[i];
     }
 
-    // reference, float64 (scores rounded as the reference does)
-    int bad = 0, n_flip_explained = 0;
-    double worst = 0.0;
-    std::vector<double> s, s_alt, ref(512), ref_abs(512);  // ref_abs[d] = Σ_t p_t |c_t[d]|
-    std::vector<double> flip(512);  // Σ_t p_t |s_alt_t − s_t| (|c_t[d]| + |ref[d]|): o's give under a score's other rounding
-    std::vector<float> kpe(64);
+    // reference, float64 (scores rounded as the reference does), one sequence at a time on every host thread: the
+    // references of the big cases are tens of GFLOP in float64, and one thread made this test's run time the host's
+    // (a slower host took it past a 150 s limit); each sequence's figures are its own, summed in order afterwards.
     // Whole short sequences on the seesaw kernel (one split; 2..kWholeExactMax tokens, every score away from a rounding
     // step): its tail rounds P as the reference rounds it, p = bf16(e / Σe) (src/cuda/mla_attention_sm90_seesaw.cu,
     // kTailWholeMax), so o must be bf16(Σ_t p_t c_t) bit for bit but for the fp32 sum's order and the exp's last bits.
@@ -387,15 +385,24 @@ static void run_case(const Case &k, int sms) {
     // that the check can tell them apart.
     constexpr int kWholeExactMax = 8;
     const bool exact_whole = seesaw_runs && run_splits == 1;
-    size_t n_exact = 0, n_exact_same = 0, n_flash_same = 0;
-    std::vector<double> p_ref, p_flash;
-    for (int b = 0; b < B; b++) {
+    struct SeqCheck {
+        int bad = 0, n_flip_explained = 0;
+        double worst = 0.0;
+        size_t n_exact = 0, n_exact_same = 0, n_flash_same = 0;
+        std::vector<std::string> misses;  // the first few, printed in sequence order
+    };
+    std::vector<SeqCheck> seq_checks(B);
+    const auto check_sequence = [&](int b, SeqCheck &out) {
+        std::vector<double> s, s_alt, ref(512), ref_abs(512);  // ref_abs[d] = Σ_t p_t |c_t[d]|
+        std::vector<double> flip(512);  // Σ_t p_t |s_alt_t − s_t| (|c_t[d]| + |ref[d]|): o's give under a score's other rounding
+        std::vector<float> kpe(64);
+        std::vector<double> p_ref, p_flash;
         const int len = k.lens[b];
         const bool valid = len >= 0 && len <= L;
         for (int h = 0; h < H; h++) {
             const uint16_t *orow = &o[((size_t)b * H + h) * 512];
             if (!valid) {
-                for (int d = 0; d < 512; d++) bad += !std::isnan(val(orow[d]));
+                for (int d = 0; d < 512; d++) out.bad += !std::isnan(val(orow[d]));
                 continue;
             }
             const int T = len + 1;
@@ -466,9 +473,9 @@ static void run_case(const Case &k, int sms) {
                         r += p_ref[t] * c, fl += p_flash[t] * c;
                     }
                     const float want = bf((float)r);
-                    n_exact++;
-                    n_exact_same += val(orow[d]) == want;
-                    n_flash_same += bf((float)(fl / l)) == want;
+                    out.n_exact++;
+                    out.n_exact_same += val(orow[d]) == want;
+                    out.n_flash_same += bf((float)(fl / l)) == want;
                 }
             }
             for (int d = 0; d < 512; d++) {
@@ -478,15 +485,28 @@ static void run_case(const Case &k, int sms) {
                 // once: 1 element of 13.8 M at 1.26× the first two terms)
                 const double tol = 4e-3 * rmax + 1e-2 * fabs(ref[d]) + 3e-3 * ref_abs[d] + flip[d];
                 if (!(err <= tol)) {
-                    if (bad < 5)
-                        printf("  %s: b %d h %d d %d: got %g, ref %g (len %d; %d of its scores near a rounding step)\n",
-                               k.name, b, h, d, got, ref[d], len, n_alt);
-                    bad++;
+                    if (out.bad < 5) {
+                        char line[256];
+                        snprintf(line, sizeof line, "  %s: b %d h %d d %d: got %g, ref %g (len %d; %d of its scores near a "
+                                 "rounding step)\n", k.name, b, h, d, got, ref[d], len, n_alt);
+                        out.misses.push_back(line);
+                    }
+                    out.bad++;
                 }
-                if (flip[d] > 0 && err > tol - flip[d]) n_flip_explained++;
-                if (rmax > 0) worst = std::max(worst, err / rmax);
+                if (flip[d] > 0 && err > tol - flip[d]) out.n_flip_explained++;
+                if (rmax > 0) out.worst = std::max(out.worst, err / rmax);
             }
         }
+    };
+    for_each_host_thread(B, [&](int b) { check_sequence(b, seq_checks[b]); });
+    int bad = 0, n_flip_explained = 0, n_printed = 0;
+    double worst = 0.0;
+    size_t n_exact = 0, n_exact_same = 0, n_flash_same = 0;
+    for (const SeqCheck &c : seq_checks) {
+        for (const std::string &m : c.misses)
+            if (n_printed++ < 5) fputs(m.c_str(), stdout);
+        bad += c.bad, n_flip_explained += c.n_flip_explained, worst = std::max(worst, c.worst);
+        n_exact += c.n_exact, n_exact_same += c.n_exact_same, n_flash_same += c.n_flash_same;
     }
     if (n_flip_explained)
         printf("  %s: %d element(s) within tolerance only with a score's other rounding (a dot near a bf16 step)\n",
@@ -855,6 +875,7 @@ int main() {
     CK(cudaGetDeviceProperties(&prop, 0));
     const char *seed = getenv("LATTE_TEST_SEED");
     if (seed) g_rng = strtoull(seed, nullptr, 0) | 1;
+    setvbuf(stdout, nullptr, _IOLBF, 0);  // a line at a time: a run stopped by a time limit keeps what it printed
     printf("gpu_attention: %s, %d SMs, seed 0x%llx\n", prop.name, sms, (unsigned long long)g_rng);
 
     if (const char *prof = getenv("LATTE_ATTN_PROFILE")) {
