@@ -20,6 +20,6 @@ done
 grep -E '^FAIL' $OUT/tests/*.log | head -5
 (cd $OUT && tar czf tests.tgz tests && rm -rf tests build_build-gpu.log)
 case "$gpu" in
-  *H200*) LIMIT=$(( 570 - $(date +%s) + t0 )) bash bench/results/2026-12-08-h200/scripts/call1.sh ;;
+  *H200*) LIMIT=$(( 570 - $(date +%s) + t0 )) bash bench/results/2026-12-08-checks/scripts/call1.sh ;;
 esac
 echo "total $(( $(date +%s) - t0 )) s"
