@@ -47,7 +47,7 @@ left 70 && ab 1
 left 70 && ab 2
 left 70 && ab 3
 python3 bench/results/2026-12-07-short-exact/scripts/summarize.py $OUT/gemv --json $OUT/gemv/ab_summary.json   # v3 - cuBLASLt
-python3 bench/results/2026-12-07-short-exact/scripts/summarize.py $OUT/gemv --prefix v | cut -c1-28,57-   # v3 - v2
+python3 bench/results/2026-12-07-short-exact/scripts/summarize.py $OUT/gemv --prefix v   # v3 - v2
 left 40 && { LATTE_LIBRARY=$PWD/build-gpu/liblatte.so PYTHONPATH=$PWD/python timeout 60 python3 scripts/oracle_check.py \
   --out $OUT/oracle_b8 --batch 8 --sample 8 --lens 128,512,2048 --no-timing > $OUT/oracle_b8.log 2>&1
   echo "oracle batch 8 rc $?: $(grep -E 'FAILED|all checks' $OUT/oracle_b8.log | tr '\n' ' ' | cut -c1-300)"; }
