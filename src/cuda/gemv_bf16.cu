@@ -33,6 +33,8 @@
 #include "cuda/ptx.cuh"
 #include "cuda/smem_optin.cuh"
 
+#include <stdlib.h>
+
 namespace latte {
 namespace {
 
@@ -50,7 +52,7 @@ constexpr size_t ring_bytes() { return (size_t)kWarps * S * kChunkBytes; }
 // j·512 + lane·16 of its warp's slot: each piece's 32 lanes are contiguous, so the reads are conflict-free.
 // NT tiles of 8 rows of x (NT = 2: batches 9-16): each chunk of w, once in registers, multiplies every tile.
 template <int S, int NT>
-__global__ void __launch_bounds__(kThreads, 1) gemv_bf16_kernel(const GemvParams p, int pdl) {
+__global__ void __launch_bounds__(kThreads, 1) gemv_bf16_kernel(const GemvParams p, int pdl, int x_ahead) {
     extern __shared__ __align__(16) unsigned char ring[];
     __shared__ float red[kWarps][kRows][8 * NT];
     ptx::griddep_launch_dependents();  // the next kernel may start loading what does not depend on y
@@ -129,7 +131,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemv_bf16_kernel(const GemvParams
         }
         issue(i + S);  // into the slot just read (its values are in registers, consumed by the mma above)
     };
-    if (NT == 1 && mine <= kXAhead) {
+    if (NT == 1 && x_ahead && mine <= kXAhead) {
         // v3: all of the warp's x (at most kXAhead chunks: K ≤ 8192, the layer's down projection) in registers
         // before the first product, so that no product waits for a load of x issued one chunk before it
         uint4 xa[kXAhead][NT][2];
@@ -174,12 +176,21 @@ __global__ void __launch_bounds__(kThreads, 1) gemv_bf16_kernel(const GemvParams
 
 bool aligned16(const void *ptr) { return ((uintptr_t)ptr & 15u) == 0; }
 
+// LATTE_GEMV_X_AHEAD=0: v2's loop (x one chunk ahead) everywhere, for the A/B of v3 in one build (read once)
+bool x_ahead_enabled() {
+    static const bool on = [] {
+        const char *e = getenv("LATTE_GEMV_X_AHEAD");
+        return !(e && e[0] == '0' && e[1] == 0);
+    }();
+    return on;
+}
+
 template <int S, int NT>
 cudaError_t launch(const GemvParams &p, bool pdl, int device, cudaStream_t stream) {
     if (const cudaError_t e = smem_optin_once<gemv_bf16_kernel<S, NT>>(ring_bytes<S>(), device)) return e;
     const dim3 grid((unsigned)(((int64_t)p.N + kRows - 1) / kRows), (unsigned)p.Z);
     return launch_maybe_pdl(gemv_bf16_kernel<S, NT>, grid, dim3(kThreads), ring_bytes<S>(), stream, pdl, p,
-                            pdl ? 1 : 0);
+                            pdl ? 1 : 0, x_ahead_enabled() ? 1 : 0);
 }
 
 }  // namespace
