@@ -10,7 +10,6 @@
 // batched over 128 heads (N = 512, K = 128: x and y strided inside the rows of q and q_attn, y's other 64 columns of
 // each head NaN and never written), long k (16392, 30720: many ring laps), and odd ones: N not a multiple of 16 (a
 // CTA with rows past the end), K not a multiple of 64 (a chunk with part of its copies past the row's end), K = 8,
-// K = 8192 and 8256 (every warp's x loaded ahead, and one warp past that limit: the kernel's two loops in one CTA),
 // padded strides whose padding (x, w) is NaN and must not be read, y's padding and the rows past the batch
 // NaN-poisoned and required to stay so, launches with programmatic dependent launch right behind a kernel that writes
 // x. Also: the argument rules (a refused launch enqueues nothing).
@@ -280,9 +279,6 @@ int main() {
         {"N 1 padded",           8,  1,     520,  1,   560, 0,   544, 0,   8,   0,   0, 0.5f, false},
         {"long K odd N PDL",     7,  45,    16392, 2,  16400, 0, 16392, 0, 45,  0,   2, 0.0f, pdl},
         {"long K exact M8",      8,  200,   30720, 1,  0,   0,   0,   0,   0,   0,   1, 0.0f, false},
-        // K 8192: every warp has 8 chunks, all of its x loaded ahead (v3); K 8256: warp 0 has 9 (x one chunk ahead), the others 8
-        {"x ahead edge exact",   3,  40,    8192, 1,   0,   0,   0,   0,   0,   0,   2, 0.0f, false},
-        {"x ahead edge+1 PDL",   8,  19,    8256, 2,   8264, 0, 8256, 0,   24,  0,   0, 0.7f, pdl},
         {"long K odd M15",       15, 29,    12296, 1,  12304, 0, 12296, 0, 33,  0,   0, 0.3f, false},
         {"odd exact M11 batched", 11, 53,   136,  5,   144, 0,   152, 0,   56,  0,   2, 0.0f, false},
     };

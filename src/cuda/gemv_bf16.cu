@@ -20,10 +20,7 @@
 //   v1  each warp loads U = 4 chunks straight into registers, then multiplies them: 15.6 µs at batches 1-8 (1.94 TB/s),
 //       20.9 at 16 (two x tiles, U = 3): the next loads wait for the whole batch of four.
 //   v2  the per-warp cp.async ring (this file); 9-16 rows as two x tiles against the same chunk in registers, where
-//       v1 had to hold fewer chunks in flight for them: 15.4 µs at batches 1-4, 16.2 at 8; with x never loaded 14.8.
-//   v3  one x tile and at most kXAhead chunks a warp (K ≤ 8192): all of the warp's x loaded before its first product,
-//       where v2 loaded each chunk's x one chunk ahead (a dependent L2 round trip exposed at every chunk once the
-//       weights stream in faster than the loop runs).
+//       v1 had to hold fewer chunks in flight for them.
 //
 // Reference: the layer's other engines for the same product (cuBLASLt, gemm_sm90, gemm_bf16); tests/gpu_gemv.cu
 // compares every element against a float64 reference at odd sizes, batched, with padding and PDL; tests/gpu_mla.c runs
@@ -33,8 +30,6 @@
 #include "cuda/ptx.cuh"
 #include "cuda/smem_optin.cuh"
 
-#include <stdlib.h>
-
 namespace latte {
 namespace {
 
@@ -43,7 +38,6 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kRows = 16;          // rows of w per CTA (the mma's M)
 constexpr int kChunk = 64;         // k per chunk: 128 bytes of a row; a thread's share is 4 × 16 bytes
 constexpr int kChunkBytes = 2048;  // 16 rows × 128 bytes
-constexpr int kXAhead = 8;         // one x tile: a warp's x for up to this many chunks is loaded before its first product
 
 template <int S>
 constexpr size_t ring_bytes() { return (size_t)kWarps * S * kChunkBytes; }
@@ -52,7 +46,7 @@ constexpr size_t ring_bytes() { return (size_t)kWarps * S * kChunkBytes; }
 // j·512 + lane·16 of its warp's slot: each piece's 32 lanes are contiguous, so the reads are conflict-free.
 // NT tiles of 8 rows of x (NT = 2: batches 9-16): each chunk of w, once in registers, multiplies every tile.
 template <int S, int NT>
-__global__ void __launch_bounds__(kThreads, 1) gemv_bf16_kernel(const GemvParams p, int pdl, int x_ahead) {
+__global__ void __launch_bounds__(kThreads, 1) gemv_bf16_kernel(const GemvParams p, int pdl) {
     extern __shared__ __align__(16) unsigned char ring[];
     __shared__ float red[kWarps][kRows][8 * NT];
     ptx::griddep_launch_dependents();  // the next kernel may start loading what does not depend on y
@@ -109,8 +103,12 @@ __global__ void __launch_bounds__(kThreads, 1) gemv_bf16_kernel(const GemvParams
     float acc[NT][4];
 #pragma unroll
     for (int u = 0; u < NT; u++) acc[u][0] = acc[u][1] = acc[u][2] = acc[u][3] = 0.0f;
-    // chunk i's product with x's fragments xv, once its copies have landed; then its slot is refilled
-    auto product = [&](int i, const uint4 (&xv)[NT][2]) {
+    uint4 xv[NT][2];
+    load_x(0, xv);
+#pragma unroll 1
+    for (int i = 0; i < mine; i++) {
+        uint4 xn[NT][2];
+        load_x(i + 1, xn);  // the next chunk's x in flight while this one's product runs
         ptx::cp_async_wait<S - 1>();  // this thread's copies of chunk i have landed
         const uint32_t src = slot0 + (uint32_t)(i % S) * kChunkBytes;
         uint4 a[4];
@@ -130,27 +128,8 @@ __global__ void __launch_bounds__(kThreads, 1) gemv_bf16_kernel(const GemvParams
             }
         }
         issue(i + S);  // into the slot just read (its values are in registers, consumed by the mma above)
-    };
-    if (NT == 1 && x_ahead && mine <= kXAhead) {
-        // v3: all of the warp's x (at most kXAhead chunks: K ≤ 8192, the layer's down projection) in registers
-        // before the first product, so that no product waits for a load of x issued one chunk before it
-        uint4 xa[kXAhead][NT][2];
 #pragma unroll
-        for (int i = 0; i < kXAhead; i++) load_x(i, xa[i]);  // past the warp's chunks: zeros, nothing read
-#pragma unroll
-        for (int i = 0; i < kXAhead; i++)
-            if (i < mine) product(i, xa[i]);
-    } else {
-        uint4 xv[NT][2];
-        load_x(0, xv);
-#pragma unroll 1
-        for (int i = 0; i < mine; i++) {
-            uint4 xn[NT][2];
-            load_x(i + 1, xn);  // the next chunk's x in flight while this one's product runs
-            product(i, xv);
-#pragma unroll
-            for (int u = 0; u < NT; u++) xv[u][0] = xn[u][0], xv[u][1] = xn[u][1];
-        }
+        for (int u = 0; u < NT; u++) xv[u][0] = xn[u][0], xv[u][1] = xn[u][1];
     }
     ptx::cp_async_wait<0>();
 
@@ -176,21 +155,12 @@ __global__ void __launch_bounds__(kThreads, 1) gemv_bf16_kernel(const GemvParams
 
 bool aligned16(const void *ptr) { return ((uintptr_t)ptr & 15u) == 0; }
 
-// LATTE_GEMV_X_AHEAD=0: v2's loop (x one chunk ahead) everywhere, for the A/B of v3 in one build (read once)
-bool x_ahead_enabled() {
-    static const bool on = [] {
-        const char *e = getenv("LATTE_GEMV_X_AHEAD");
-        return !(e && e[0] == '0' && e[1] == 0);
-    }();
-    return on;
-}
-
 template <int S, int NT>
 cudaError_t launch(const GemvParams &p, bool pdl, int device, cudaStream_t stream) {
     if (const cudaError_t e = smem_optin_once<gemv_bf16_kernel<S, NT>>(ring_bytes<S>(), device)) return e;
     const dim3 grid((unsigned)(((int64_t)p.N + kRows - 1) / kRows), (unsigned)p.Z);
     return launch_maybe_pdl(gemv_bf16_kernel<S, NT>, grid, dim3(kThreads), ring_bytes<S>(), stream, pdl, p,
-                            pdl ? 1 : 0, x_ahead_enabled() ? 1 : 0);
+                            pdl ? 1 : 0);
 }
 
 }  // namespace

@@ -47,6 +47,12 @@ def main():
             if os.path.exists(p):
                 c[ab + "_summary"] = json.load(open(p))
         s["calls"][os.path.basename(call)] = c
+        if "ab_summary" in c:
+            s.setdefault("device", c["ab_summary"]["device"])
+            s.setdefault("ceilings_per_round", {})[os.path.basename(call)] = c["ab_summary"]["ceilings_per_round"]
+    s["not_run"] = ["call2.sh, call3.sh: never started (no machine)", "call4.sh: refused (device time)",
+                    "dev/gemv_x_ahead_not_run.patch: compiled only",
+                    "tests: the threaded float64 references (for_each_host_thread) compiled only"]
     json.dump(s, open(os.path.join(here, "summary.json"), "w"), indent=1)
 
 if __name__ == "__main__":
