@@ -239,21 +239,21 @@ def main():
             r["y_misses"] = o.reference_check(y[it], y_ref)
             r["y_rel_err"] = o.rel_err(y[it], y_ref)
 
-            def miss_lengths(v):  # {sequence length: missing elements}, for the sequences that miss
+            def miss_mask(v):  # the elements o.reference_check counts as misses (its default tolerance)
                 g, e = v.float(), y_ref.float()
-                bad = ((g - e).abs() > 8e-3 + 2e-2 * e.abs()) | (torch.isnan(g) ^ torch.isnan(e))
+                return ((g - e).abs() > 8e-3 + 2e-2 * e.abs()) | (torch.isnan(g) ^ torch.isnan(e))
+
+            def miss_lengths(v):  # {sequence length: missing elements}, for the sequences that miss
                 out = {}
-                for i, n in enumerate(bad.sum(-1).tolist()):
+                for i, n in enumerate(miss_mask(v).sum(-1).tolist()):
                     if n:
                         out[sub_lens[i]] = out.get(sub_lens[i], 0) + n
                 return dict(sorted(out.items()))
-            if r["y_misses"]:
+            if r["y_misses"]:  # by sequence length; where: (sequence, its length, column, latte, reference), the first few
                 r["y_miss_lengths"] = miss_lengths(y[it])
-            if r["y_misses"]:  # where: (sequence, its length, column, latte, reference), the first few
                 g, e = y[it].float(), y_ref.float()
-                bad = ((g - e).abs() > 8e-3 + 2e-2 * e.abs()) | (torch.isnan(g) ^ torch.isnan(e))
                 r["y_miss_where"] = [(idx[i], sub_lens[i], j, round(g[i, j].item(), 5), round(e[i, j].item(), 5))
-                                     for i, j in bad.nonzero().tolist()[:4]]
+                                     for i, j in miss_mask(y[it]).nonzero().tolist()[:4]]
             ar = torch.arange(len(idx), device=dev)
             pos = torch.tensor(sub_lens, device=dev)
             r["sampled_append_misses"] = o.reference_check(cache[it][ar, pos], c_ref[ar, pos])

@@ -59,7 +59,6 @@ __global__ void ref_kernel(GemmProblem p, double *ref) {
     ref[idx] = s;
 }
 
-
 struct Shape {
     const char *name;
     int64_t M;

@@ -38,7 +38,6 @@ typedef __nv_bfloat16 bf16;
 
 static uint64_t g_seed = 0x5eed0001ull;
 
-
 // the elements (z, r, c < cols) of a strided [Z][rows][ld] layout get hashed values (fill_bf16_kernel's), the rest of
 // the buffer is left as it is (NaN-poisoned by the caller: padding that must never be read)
 __global__ void fill_strided_kernel(__nv_bfloat16 *p, int Z, int rows, int cols, int64_t ld, int64_t zs, uint64_t seed,
