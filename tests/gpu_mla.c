@@ -33,14 +33,20 @@
 
 enum { ROW = 576 };
 
-/* cheap approximately-normal bf16 (Irwin-Hall of 4, unit variance): the real sizes need ~10^9 values */
-static inline uint16_t fast_normal_bf16(float scale) {
-    const uint64_t r = test_rng_u64();
+/* cheap approximately-normal bf16 (Irwin-Hall of 4, unit variance) from one draw: the real sizes need ~10^9 values */
+static inline uint16_t normal_bf16_of(uint64_t r, float scale) {
     const float s = (float)((r & 0xffff) + ((r >> 16) & 0xffff) + ((r >> 32) & 0xffff) + (r >> 48)) * (1.0f / 65536.0f);
     return f32_to_bf16((s - 2.0f) * 1.7320508f * scale);
 }
+/* n values, one draw each, on every host thread (OpenMP where the build has it): the same values as a one-thread
+ * loop (test_util.h's test_rng_at). The weights and caches of the real sizes are most of this program's time. */
 static void fill_fast(uint16_t *p, size_t n, float scale) {
-    for (size_t i = 0; i < n; i++) p[i] = fast_normal_bf16(scale);
+    const uint64_t base = test_rng_state;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (int64_t i = 0; i < (int64_t)n; i++) p[i] = normal_bf16_of(test_rng_at(base, (uint64_t)i), scale);
+    test_rng_skip(n);
 }
 
 static void *dev_upload(const void *h, size_t bytes) {
@@ -196,10 +202,25 @@ static void run_case(const mla_case *k, int tune) {
     const int64_t rs = ROW + k->row_pad, bs = k->capacity * rs;
     const size_t n_cache = (size_t)B * bs;
     uint16_t *cache = malloc(n_cache * 2), *cache_out = malloc(n_cache * 2);
-    for (size_t i = 0; i < n_cache; i++) cache[i] = BF16_NAN;
-    for (int64_t b = 0; b < B; b++) {
-        int64_t rows = is_valid_len(lens[b], k->max_cache_len) ? lens[b] : 4;
-        for (int64_t t = 0; t < rows; t++) fill_fast(cache + b * bs + t * rs, ROW, k->cscale);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (int64_t i = 0; i < (int64_t)n_cache; i++) cache[i] = BF16_NAN; /* up to 1.2 GB of fresh pages */
+    {   /* rows in the order b, t, ROW draws each (as one fill_fast per row would draw them), sequences in parallel */
+        int64_t *row0 = malloc((B + 1) * sizeof(int64_t));
+        row0[0] = 0;
+        for (int64_t b = 0; b < B; b++) row0[b + 1] = row0[b] + (is_valid_len(lens[b], k->max_cache_len) ? lens[b] : 4);
+        const uint64_t base = test_rng_state;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1)
+#endif
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t t = 0; t < row0[b + 1] - row0[b]; t++)
+                for (int64_t j = 0; j < ROW; j++)
+                    cache[b * bs + t * rs + j] =
+                        normal_bf16_of(test_rng_at(base, (uint64_t)((row0[b] + t) * ROW + j)), k->cscale);
+        test_rng_skip((uint64_t)(row0[B] * ROW));
+        free(row0);
     }
     const int64_t xs = dim + k->x_pad, ys = dim + k->y_pad;
     uint16_t *x = malloc((size_t)B * xs * 2), *y = malloc((size_t)B * ys * 2), *y2 = malloc((size_t)B * ys * 2);

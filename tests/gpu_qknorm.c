@@ -29,7 +29,7 @@ static int64_t ulp1_count, compared_count;
 static uint8_t *dup(const uint8_t *p, size_t n) {
     if (!p) return NULL;
     uint8_t *q = (uint8_t *)malloc(n);
-    if (q) memcpy(q, p, n);
+    if (q) test_memcpy_parallel(q, p, n);
     return q;
 }
 
@@ -88,21 +88,29 @@ static void run_case(const qk_case *c) {
 
     /* every output element within 1 ulp of the CPU backend */
     const uint8_t *g = c->in_place ? gin : gout, *e = c->in_place ? cin : cout;
-    int64_t miss = 0, ulp1 = 0, total = 0;
+    int64_t miss = 0, ulp1 = 0, total = 0; /* counted on every host thread; the first misses printed in order after */
     for (int t = 0; t < 2; t++) {
         const int64_t width = t ? c->dk : c->dq, yo = t ? s.ko_off : s.qo_off, ys = t ? s.kos : s.qos;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) reduction(+ : miss, ulp1, total)
+#endif
         for (int64_t r = 0; r < c->n; r++)
             for (int64_t j = 0; j < width; j++) {
                 const int64_t i = yo + r * ys + j;
-                int64_t d = qk_ulp_distance(qk_bits(g, c->dt, i), qk_bits(e, c->dt, i), c->dt);
+                const int64_t d = qk_ulp_distance(qk_bits(g, c->dt, i), qk_bits(e, c->dt, i), c->dt);
                 total++;
-                if (d == 1) ulp1++;
-                if (d > 1) {
-                    if (miss < 4)
-                        fprintf(stderr, "  %s: %s row %lld col %lld: gpu %.9g, cpu %.9g\n", desc, t ? "k" : "q",
-                                (long long)r, (long long)j, qk_get(g, c->dt, i), qk_get(e, c->dt, i));
-                    miss++;
-                }
+                ulp1 += d == 1;
+                miss += d > 1;
+            }
+    }
+    for (int t = 0, shown = 0; miss && t < 2; t++) {
+        const int64_t width = t ? c->dk : c->dq, yo = t ? s.ko_off : s.qo_off, ys = t ? s.kos : s.qos;
+        for (int64_t r = 0; r < c->n && shown < 4; r++)
+            for (int64_t j = 0; j < width && shown < 4; j++) {
+                const int64_t i = yo + r * ys + j;
+                if (qk_ulp_distance(qk_bits(g, c->dt, i), qk_bits(e, c->dt, i), c->dt) > 1)
+                    fprintf(stderr, "  %s: %s row %lld col %lld: gpu %.9g, cpu %.9g\n", desc, t ? "k" : "q",
+                            (long long)r, (long long)j, qk_get(g, c->dt, i), qk_get(e, c->dt, i)), shown++;
             }
     }
     ulp1_count += ulp1;

@@ -58,6 +58,9 @@ static inline void qk_set(uint8_t *arena, latte_dtype dt, int64_t i, float v) {
     memcpy(arena + 2 * i, &h, 2);
 }
 static inline void qk_poison(uint8_t *arena, size_t es, int64_t n) {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
     for (int64_t i = 0; i < n; i++) {
         if (es == 4) { uint32_t u = QK_POISON32; memcpy(arena + 4 * i, &u, 4); }
         else { uint16_t h = QK_POISON16; memcpy(arena + 2 * i, &h, 2); }
@@ -65,11 +68,11 @@ static inline void qk_poison(uint8_t *arena, size_t es, int64_t n) {
 }
 
 /* cheap approximately normal numbers (sum of uniforms): big shapes need hundreds of millions */
-static inline float qk_randn(void) {
-    uint64_t r = test_rng_u64();
+static inline float qk_randn_of(uint64_t r) {
     int s = (int)(r & 0xffff) + (int)((r >> 16) & 0xffff) + (int)((r >> 32) & 0xffff) + (int)((r >> 48) & 0xffff);
     return (float)((s - 131070) * (1.7320508 / 65536.0));
 }
+static inline float qk_randn(void) { return qk_randn_of(test_rng_u64()); }
 
 static inline void qk_mark(uint8_t *mask, int64_t off, int64_t n, int64_t stride, int64_t width) {
     for (int64_t r = 0; r < n; r++) memset(mask + off + r * stride, 1, (size_t)width);
@@ -118,19 +121,38 @@ static inline int qk_setup_make(qk_setup *s, const qk_case *c) {
     qk_poison(s->w, s->wes, s->w_elems);
     if (s->out) qk_poison(s->out, s->es, s->out_elems);
 
-    /* activations: per row a random magnitude around `scale` (QK_MIXED_SCALE: 1e-3..1e3 times it) */
+    /* activations: per row a random magnitude around `scale` (QK_MIXED_SCALE: 1e-3..1e3 times it); row 1 zeros
+     * (QK_ZERO_ROW), one NaN in row 2 (QK_NAN_ROW). The draws, in the order of a one-thread loop over rows (a row's
+     * magnitude, its values, then row 2's NaN column), are placed first; the values are then written on every host
+     * thread (test_util.h's test_rng_at: the same numbers for any thread count). */
+    int64_t *row_draw = (int64_t *)malloc((size_t)(n > 0 ? n : 1) * sizeof(int64_t));
+    double *row_scale = (double *)malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    if (!row_draw || !row_scale) { free(row_draw); free(row_scale); return 0; }
     for (int t = 0; t < 2; t++) {
         const int64_t width = t ? c->dk : c->dq, off = t ? s->k_off : s->q_off, st = t ? s->ks : s->qs;
+        const uint64_t base = test_rng_state;
+        int64_t k = 0, nan_col = -1; /* draws placed so far */
         for (int64_t r = 0; r < n; r++) {
-            double rs = c->scale;
-            if (c->special & QK_MIXED_SCALE) rs *= pow(10.0, (double)test_randint(-3, 3));
-            for (int64_t j = 0; j < width; j++) qk_set(s->in, c->dt, off + r * st + j, (float)(qk_randn() * rs));
-            if ((c->special & QK_ZERO_ROW) && n > 1 && r == 1)
-                for (int64_t j = 0; j < width; j++) qk_set(s->in, c->dt, off + r * st + j, (j & 1) ? -0.0f : 0.0f);
+            row_scale[r] = c->scale;
+            if (c->special & QK_MIXED_SCALE) row_scale[r] *= pow(10.0, (double)(-3 + (int64_t)(test_rng_at(base, k++) % 7)));
+            row_draw[r] = k;
+            k += width;
             if ((c->special & QK_NAN_ROW) && n > 2 && r == 2 && width > 0)
-                qk_set(s->in, c->dt, off + r * st + test_randint(0, width - 1), NAN);
+                nan_col = (int64_t)(test_rng_at(base, k++) % (uint64_t)width);
         }
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+        for (int64_t r = 0; r < n; r++)
+            for (int64_t j = 0; j < width; j++)
+                qk_set(s->in, c->dt, off + r * st + j, (float)(qk_randn_of(test_rng_at(base, (uint64_t)(row_draw[r] + j))) * row_scale[r]));
+        test_rng_skip((uint64_t)k);
+        if ((c->special & QK_ZERO_ROW) && n > 1)
+            for (int64_t j = 0; j < width; j++) qk_set(s->in, c->dt, off + 1 * st + j, (j & 1) ? -0.0f : 0.0f);
+        if (nan_col >= 0) qk_set(s->in, c->dt, off + 2 * st + nan_col, NAN);
     }
+    free(row_draw);
+    free(row_scale);
     /* weights: around 1 (or around 0 under the Gemma flag, which adds 1) */
     const double w0 = (c->flags & LATTE_QKNORM_WEIGHT_PLUS_ONE) ? 0.0 : 1.0;
     for (int64_t j = 0; j < c->dq; j++) qk_set(s->w, c->wdt, s->wq_off + j, (float)(w0 + 0.5 * qk_randn()));
@@ -139,8 +161,8 @@ static inline int qk_setup_make(qk_setup *s, const qk_case *c) {
     uint8_t *mask = c->in_place ? s->in_mask : s->out_mask;
     qk_mark(mask, s->qo_off, n, s->qos, c->dq);
     if (c->dk) qk_mark(mask, s->ko_off, n, s->kos, c->dk);
-    memcpy(s->in0, s->in, (size_t)s->in_elems * s->es);
-    if (s->out) memcpy(s->out0, s->out, (size_t)s->out_elems * s->es);
+    test_memcpy_parallel(s->in0, s->in, (size_t)s->in_elems * s->es);
+    if (s->out) test_memcpy_parallel(s->out0, s->out, (size_t)s->out_elems * s->es);
     return 1;
 }
 
@@ -172,17 +194,23 @@ static inline latte_qknorm_params qk_params(const qk_setup *s, uint8_t *in, uint
 
 /* Elements the call must not have written: bit-identical to the snapshots. Returns the count changed. */
 static inline int64_t qk_check_untouched(const qk_setup *s, const uint8_t *in, const uint8_t *out) {
-    int64_t bad = 0;
-    for (int64_t i = 0; i < s->in_elems; i++)
-        if (!s->in_mask[i] && qk_bits(in, s->c.dt, i) != qk_bits(s->in0, s->c.dt, i)) {
-            if (bad < 3) fprintf(stderr, "  input arena element %lld changed\n", (long long)i);
-            bad++;
-        }
+    int64_t bad = 0; /* counted on every host thread; the first few printed by a second, one-thread pass */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) reduction(+ : bad)
+#endif
+    for (int64_t i = 0; i < s->in_elems; i++) bad += !s->in_mask[i] && qk_bits(in, s->c.dt, i) != qk_bits(s->in0, s->c.dt, i);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) reduction(+ : bad)
+#endif
     for (int64_t i = 0; i < s->out_elems; i++)
-        if (!s->out_mask[i] && qk_bits(out, s->c.dt, i) != qk_bits(s->out0, s->c.dt, i)) {
-            if (bad < 3) fprintf(stderr, "  output arena element %lld (guard or gap) changed\n", (long long)i);
-            bad++;
-        }
+        bad += !s->out_mask[i] && qk_bits(out, s->c.dt, i) != qk_bits(s->out0, s->c.dt, i);
+    int64_t shown = 0;
+    for (int64_t i = 0; bad && i < s->in_elems && shown < 3; i++)
+        if (!s->in_mask[i] && qk_bits(in, s->c.dt, i) != qk_bits(s->in0, s->c.dt, i))
+            fprintf(stderr, "  input arena element %lld changed\n", (long long)i), shown++;
+    for (int64_t i = 0; bad && i < s->out_elems && shown < 3; i++)
+        if (!s->out_mask[i] && qk_bits(out, s->c.dt, i) != qk_bits(s->out0, s->c.dt, i))
+            fprintf(stderr, "  output arena element %lld (guard or gap) changed\n", (long long)i), shown++;
     return bad;
 }
 

@@ -174,8 +174,28 @@ static void validation_tests(void) {
           "latte_qknorm_params_default");
 }
 
+/* The tests' parallel fills (qk_setup_make, gpu_mla's fill_fast) rest on splitmix64 being a counter: the draw k
+ * ahead of a state is test_rng_at(state, k), and test_rng_skip(n) leaves the state where n draws would. */
+static void rng_counter_check(void) {
+    const uint64_t saved = test_rng_state;
+    int bad = 0;
+    for (int trial = 0; trial < 8; trial++) {
+        const uint64_t base = test_rng_u64(), n = 1 + test_rng_u64() % 5000;
+        test_rng_state = base;
+        for (uint64_t k = 0; k < n; k++) bad += test_rng_u64() != test_rng_at(base, k);
+        const uint64_t after_serial = test_rng_state;
+        test_rng_state = base;
+        test_rng_skip(n);
+        bad += test_rng_state != after_serial;
+        test_rng_state = after_serial;
+    }
+    test_rng_state = saved;
+    CHECK(bad == 0, "the test RNG's counter form differs from its draws in %d places", bad);
+}
+
 int main(void) {
     test_seed(NAME);
+    rng_counter_check();
     const latte_dtype dts[3] = {LATTE_DTYPE_BF16, LATTE_DTYPE_F16, LATTE_DTYPE_F32};
     const int64_t widths[] = {1, 7, 8, 100, 4095, 8192, 12288};
 

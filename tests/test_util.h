@@ -60,14 +60,23 @@ static inline int test_gpu_available(const char *name) {
     return 0;
 }
 
-/* ---- RNG: splitmix64, fresh seed per run unless LATTE_TEST_SEED is set ---- */
-static uint64_t test_rng_state = 0x9e3779b97f4a7c15ull;
-static inline uint64_t test_rng_u64(void) {
-    uint64_t z = (test_rng_state += 0x9e3779b97f4a7c15ull);
+/* ---- RNG: splitmix64, fresh seed per run unless LATTE_TEST_SEED is set ----
+ * splitmix64 is a counter: the draw k (0-based) after state s is test_rng_mix(s + (k + 1) * golden). A fill that
+ * runs on several threads computes each value from its position (test_rng_at) and then moves the state past all
+ * of them (test_rng_skip): the same numbers, bit for bit, as the one-thread loop of test_rng_u64, for any thread
+ * count, so a seed reproduces a run whatever machine it ran on. */
+#define TEST_RNG_GOLDEN 0x9e3779b97f4a7c15ull
+static uint64_t test_rng_state = TEST_RNG_GOLDEN;
+static inline uint64_t test_rng_mix(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
+static inline uint64_t test_rng_u64(void) { return test_rng_mix(test_rng_state += TEST_RNG_GOLDEN); }
+/* the draw k places ahead of state `base` (k = 0: what test_rng_u64 returns next), without moving the state */
+static inline uint64_t test_rng_at(uint64_t base, uint64_t k) { return test_rng_mix(base + (k + 1) * TEST_RNG_GOLDEN); }
+/* moves the state past n draws (after a fill made of test_rng_at(base, 0 .. n-1)) */
+static inline void test_rng_skip(uint64_t n) { test_rng_state += n * TEST_RNG_GOLDEN; }
 static inline uint64_t test_seed(const char *name) {
     const char *s = getenv("LATTE_TEST_SEED");
     uint64_t seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)clock() << 32);
@@ -84,6 +93,20 @@ static inline double test_normal(void) {
 }
 static inline int64_t test_randint(int64_t lo, int64_t hi) { /* inclusive */
     return lo + (int64_t)(test_rng_u64() % (uint64_t)(hi - lo + 1));
+}
+
+/* memcpy in 1 MiB pieces on every host thread (OpenMP where the test is built with it): the GPU tests' arenas are
+ * hundreds of MB of fresh pages, whose first touch is most of a one-thread copy's time */
+static inline void test_memcpy_parallel(void *dst, const void *src, size_t n) {
+    const size_t piece = (size_t)1 << 20;
+    const int64_t n_pieces = (int64_t)((n + piece - 1) / piece);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (int64_t i = 0; i < n_pieces; i++) {
+        const size_t at = (size_t)i * piece;
+        memcpy((char *)dst + at, (const char *)src + at, n - at < piece ? n - at : piece);
+    }
 }
 
 /* ---- bf16 / f16 ---- */
