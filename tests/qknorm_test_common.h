@@ -134,18 +134,20 @@ static inline int qk_setup_make(qk_setup *s, const qk_case *c) {
         int64_t k = 0, nan_col = -1; /* draws placed so far */
         for (int64_t r = 0; r < n; r++) {
             row_scale[r] = c->scale;
-            if (c->special & QK_MIXED_SCALE) row_scale[r] *= pow(10.0, (double)(-3 + (int64_t)(test_rng_at(base, k++) % 7)));
+            if (c->special & QK_MIXED_SCALE) /* test_randint(-3, 3) */
+                row_scale[r] *= pow(10.0, (double)(-3 + (int64_t)(test_rng_at(base, k++) % 7)));
             row_draw[r] = k;
             k += width;
             if ((c->special & QK_NAN_ROW) && n > 2 && r == 2 && width > 0)
-                nan_col = (int64_t)(test_rng_at(base, k++) % (uint64_t)width);
+                nan_col = (int64_t)(test_rng_at(base, k++) % (uint64_t)width); /* test_randint(0, width - 1) */
         }
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static)
 #endif
         for (int64_t r = 0; r < n; r++)
             for (int64_t j = 0; j < width; j++)
-                qk_set(s->in, c->dt, off + r * st + j, (float)(qk_randn_of(test_rng_at(base, (uint64_t)(row_draw[r] + j))) * row_scale[r]));
+                qk_set(s->in, c->dt, off + r * st + j,
+                       (float)(qk_randn_of(test_rng_at(base, (uint64_t)(row_draw[r] + j))) * row_scale[r]));
         test_rng_skip((uint64_t)k);
         if ((c->special & QK_ZERO_ROW) && n > 1)
             for (int64_t j = 0; j < width; j++) qk_set(s->in, c->dt, off + 1 * st + j, (j & 1) ? -0.0f : 0.0f);
@@ -198,7 +200,8 @@ static inline int64_t qk_check_untouched(const qk_setup *s, const uint8_t *in, c
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) reduction(+ : bad)
 #endif
-    for (int64_t i = 0; i < s->in_elems; i++) bad += !s->in_mask[i] && qk_bits(in, s->c.dt, i) != qk_bits(s->in0, s->c.dt, i);
+    for (int64_t i = 0; i < s->in_elems; i++)
+        bad += !s->in_mask[i] && qk_bits(in, s->c.dt, i) != qk_bits(s->in0, s->c.dt, i);
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) reduction(+ : bad)
 #endif
