@@ -1,12 +1,18 @@
 /*
- * The MLA decode layer on the CPU backend against an independent float64 computation of the spec's
- * un-absorbed steps 1-8 (k_nope = W_UK·c and v = W_UV·c per token and head, then attention), written
- * here with no rounding except the bf16 inputs (weights, x, cache, rope tables).
+ * The MLA decode layer on the CPU backend against two float64 computations written here:
+ *   - `reference`: the spec's un-absorbed steps 1-8 (k_nope = W_UK·c and v = W_UV·c per token and head, then
+ *     attention) with no rounding except the bf16 inputs (weights, x, cache, rope tables): the mathematics;
+ *   - `reference_contract`: the absorbed layer rounded to bf16 at exactly the points of the CPU backend's
+ *     contract (src/cpu/mla_cpu.c, steps 1-7), in float64 between them: what the backend promises to compute.
+ * The backend differs from the contract reference only by fp32 against float64 sums, and the roundings those flip;
+ * it differs from the exact reference by the contract's roundings, which on a single head over a few tokens reach
+ * 4% of the row's rms (a score's one-ulp rounding moves the softmax: measured over 30,000 random sequences, see
+ * the tolerances in run_case).
  *
- * Checked: every element of y within the reference tolerance (8e-3 + 2e-2|y_ref|) and a relative
- * Frobenius error < 1e-2; the appended cache row; every other cache element (NaN-poisoned unused rows
- * and stride gaps) bit-identical; y's stride gaps untouched; bad lengths (NaN row, no append, counter);
- * bitwise determinism; argument validation (status, message, nothing written); one run at DeepSeek's sizes.
+ * Checked: every element of y against both (run_case has the tolerances and why) and relative Frobenius errors;
+ * the appended cache row; every other cache element (NaN-poisoned unused rows and stride gaps) bit-identical;
+ * y's stride gaps untouched; bad lengths (NaN row, no append, counter); bitwise determinism; argument validation
+ * (status, message, nothing written); one run at DeepSeek's sizes.
  */
 #include "test_util.h"
 
@@ -122,6 +128,100 @@ static void reference(const latte_mla_config *c, const weights *w, const uint16_
     free(ql), free(kv), free(q), free(keys), free(kn), free(vv), free(s), free(o), free(qpe), free(tmp);
 }
 
+/* ---- the contract: src/cpu/mla_cpu.c's steps 1-7, rounded where it rounds, float64 in between ---- */
+static double rbf(double v) { return (double)round_bf16((float)v); }
+
+/* rope_bf16(x, t) = bf16(bf16(x·cos[t]) + bf16(rotate_half(x)·sin[t])) */
+static void rope_bf16_d(const double *x, double *out, const uint16_t *cs, const uint16_t *sn, int64_t P) {
+    const int64_t half = P / 2;
+    for (int64_t i = 0; i < P; i++)
+        out[i] = rbf(rbf(x[i] * bf(cs[i])) + rbf((i < half ? -x[i + half] : x[i - half]) * bf(sn[i])));
+}
+
+/* One sequence, absorbed, as the contract rounds it; arguments as `reference`'s. Writes y (unrounded: the last
+ * rounding is compared through the tolerance) */
+static void reference_contract(const latte_mla_config *c, const weights *w, const uint16_t *x, const uint16_t *seq,
+                               int64_t crs, int64_t len, const uint16_t *cos_tab, const uint16_t *sin_tab, double *y) {
+    const int64_t dim = c->dim, dq = c->q_lora_rank, R = c->kv_lora_rank, P = c->rope_dim, nope = c->nope_dim,
+                  dv = c->v_dim, H = c->n_heads, T = len + 1, qw = nope + P;
+    const int stored = c->key_convention == LATTE_MLA_KEYS_STORED_ROTATED;
+    /* the plan's fp32 scale (src/api/mla.c), and the scores' product rounded to fp32 before bf16, as in fp32 */
+    const float scale = c->softmax_scale > 0 ? c->softmax_scale : (float)(1.0 / sqrt((double)(nope + P)));
+    double *ql = calloc(dq, 8), *kv = calloc(R + P, 8), *q = calloc(H * qw, 8), *keys = calloc(T * (R + P), 8),
+           *s = calloc(T, 8), *o = calloc(H * dv, 8), *qpe = calloc(P, 8), *pe = calloc(P, 8), *qlat = calloc(R, 8),
+           *olat = calloc(R, 8);
+    /* 1. q_lora, kv_lora */
+    for (int64_t j = 0; j < dq + R + P; j++) {
+        const uint16_t *wr = j < dq ? w->q_down + j * dim : w->kv_down + (j - dq) * dim;
+        double a = 0;
+        for (int64_t k = 0; k < dim; k++) a += bf(x[k]) * bf(wr[k]);
+        if (j < dq) ql[j] = rbf(a);
+        else kv[j - dq] = rbf(a);
+    }
+    /* 2. the appended row as stored; 5. the keys (rotated at read, or as stored) */
+    if (stored) {
+        rope_bf16_d(kv + R, pe, cos_tab + len * P, sin_tab + len * P, P);
+        memcpy(kv + R, pe, P * 8);
+    }
+    for (int64_t t = 0; t < T; t++) {
+        double *kt = keys + t * (R + P);
+        if (t < len)
+            for (int64_t r = 0; r < R + P; r++) kt[r] = bf(seq[t * crs + r]);
+        else
+            memcpy(kt, kv, (R + P) * 8);
+        if (!stored) {
+            rope_bf16_d(kt + R, pe, cos_tab + t * P, sin_tab + t * P, P);
+            memcpy(kt + R, pe, P * 8);
+        }
+    }
+    /* 3. q */
+    for (int64_t j = 0; j < H * qw; j++) {
+        double a = 0;
+        for (int64_t k = 0; k < dq; k++) a += ql[k] * bf(w->q_up[j * dq + k]);
+        q[j] = rbf(a);
+    }
+    for (int64_t h = 0; h < H; h++) {
+        const uint16_t *wk = w->kv_up + h * (nope + dv) * R, *wv = wk + nope * R;
+        rope_bf16_d(q + h * qw + nope, qpe, cos_tab + len * P, sin_tab + len * P, P);
+        /* 4. q_lat = bf16(W_UKᵀ·q_nope) */
+        for (int64_t r = 0; r < R; r++) {
+            double a = 0;
+            for (int64_t j = 0; j < nope; j++) a += bf(wk[j * R + r]) * q[h * qw + j];
+            qlat[r] = rbf(a);
+        }
+        /* 6. s = bf16(bf16(q_lat·c + q_pe·k_pe)·scale), p = bf16(softmax(s)), o_lat = bf16(Σ p·c) */
+        double mx = -INFINITY, sum = 0;
+        for (int64_t t = 0; t < T; t++) {
+            const double *kt = keys + t * (R + P);
+            double d = 0;
+            for (int64_t r = 0; r < R; r++) d += qlat[r] * kt[r];
+            for (int64_t j = 0; j < P; j++) d += qpe[j] * kt[R + j];
+            s[t] = rbf((double)(float)(rbf(d) * (double)scale));
+            mx = s[t] > mx ? s[t] : mx;
+        }
+        for (int64_t t = 0; t < T; t++) sum += (s[t] = exp(s[t] - mx));
+        for (int64_t r = 0; r < R; r++) olat[r] = 0;
+        for (int64_t t = 0; t < T; t++) {
+            const double p = rbf(s[t] / sum);
+            for (int64_t r = 0; r < R; r++) olat[r] += p * keys[t * (R + P) + r];
+        }
+        /* 7. o = bf16(W_UV·o_lat) */
+        for (int64_t r = 0; r < R; r++) olat[r] = rbf(olat[r]);
+        for (int64_t j = 0; j < dv; j++) {
+            double a = 0;
+            for (int64_t r = 0; r < R; r++) a += bf(wv[j * R + r]) * olat[r];
+            o[h * dv + j] = rbf(a);
+        }
+    }
+    /* 7. y = o·Woᵀ (its bf16 rounding left to the comparison) */
+    for (int64_t n = 0; n < dim; n++) {
+        double a = 0;
+        for (int64_t k = 0; k < H * dv; k++) a += o[k] * bf(w->o[n * H * dv + k]);
+        y[n] = a;
+    }
+    free(ql), free(kv), free(q), free(keys), free(s), free(o), free(qpe), free(pe), free(qlat), free(olat);
+}
+
 /* ---- one test case: buffers, a run, every check ------------------------------------------------ */
 typedef struct mla_case {
     latte_mla_config cfg;
@@ -183,14 +283,15 @@ static latte_mla_run_args make_args(const mla_case *k, const bufs *b) {
 
 static int len_ok(const mla_case *k, int64_t s) { return k->lens[s] >= 0 && k->lens[s] <= k->max_cache_len; }
 
-/* runs the case and checks y, the cache and determinism against the float64 reference */
-static void run_case(const char *name, const mla_case *k, const weights *w, int check_ref) {
+/* runs the case and checks y, the cache and determinism against the float64 references; returns y's relative
+ * Frobenius error against the contract reference (-1: no sequence checked) */
+static double run_case(const char *name, const mla_case *k, const weights *w, int check_ref) {
     const latte_mla_config *c = &k->cfg;
     const int64_t dim = c->dim, R = c->kv_lora_rank, RP = R + c->rope_dim;
     latte_mla_plan plan = NULL;
     latte_mla_weights aw = api_weights(w);
     CHECK_OK(latte_mla_plan_create(&plan, c, &aw, LATTE_BACKEND_CPU, NULL));
-    if (!plan) return;
+    if (!plan) return -1;
     bufs b = make_bufs(k, plan);
     latte_mla_run_args a = make_args(k, &b);
     int64_t bad0 = -1;
@@ -198,15 +299,19 @@ static void run_case(const char *name, const mla_case *k, const weights *w, int 
     CHECK_OK(latte_mla_run(plan, &a, b.ws, b.ws_bytes, NULL));
 
     /* y: NaN rows exactly for bad lengths, untouched gaps, every element against the reference */
-    /* Tolerance: the reference check |y - y_ref| <= atol + 2e-2|y_ref|, with atol = 8e-3 scaled to these
+    /* Tolerances: the reference check's form |y - y_ref| <= atol + 2e-2|y_ref|, with atol = 8e-3 scaled to these
      * layers. y scales with the values (the cache for old tokens, x for the new one), and at the reference's
-     * sizes (T > 500 tokens averaged) rms(y) is about 0.05, so 8e-3 is ~16% of it; these small layers with
-     * few tokens have rms(y) near 1, where the contract's bf16 roundings alone leave element errors of
-     * ~0.35% of rms(y) (one sigma). So atol = max(8e-3 * max(1, input magnitude), 4e-2 * rms(y_ref row)). */
+     * sizes (T > 500 tokens averaged) rms(y) is about 0.05, so 8e-3 is ~16% of it; these small layers with few
+     * tokens have rms(y) near 1. So atol = max(8e-3 * max(1, input magnitude), f * rms(row)), with f from what
+     * was measured over 29,583 random sequences of these cases (400 seeds, 2026-12-08; the worst excess of
+     * |d| - 2e-2|ref| over rms):
+     *   against the contract reference 0.0147 (fp32 sums and the roundings they flip): f = 3e-2;
+     *   against the exact reference 0.0416 (the contract's roundings themselves: one head over a few tokens, where a
+     *   score's rounding moves the softmax; it failed a 4e-2 bound at 1 seed in ~300): f = 8e-2. */
     const double mag = k->x_mag > k->cache_mag ? k->x_mag : k->cache_mag, atol0 = ATOL * (mag > 1 ? mag : 1);
-    double err2 = 0, ref2 = 0;
-    size_t misses = 0, cache_miss = 0, nan_rows = 0, gap_miss = 0, n_bad = 0;
-    double *yref = malloc(dim * 8), *newrow = malloc((RP + c->rope_dim) * 8);
+    double err2 = 0, ref2 = 0, cerr2 = 0, cref2 = 0;
+    size_t misses = 0, c_misses = 0, cache_miss = 0, nan_rows = 0, gap_miss = 0, n_bad = 0;
+    double *yref = malloc(dim * 8), *ycon = malloc(dim * 8), *newrow = malloc((RP + c->rope_dim) * 8);
     float *yg = malloc(dim * 4);
     for (int64_t s = 0; s < k->batch; s++) {
         const uint16_t *yr = b.y + s * k->y_stride;
@@ -223,13 +328,18 @@ static void run_case(const char *name, const mla_case *k, const weights *w, int 
         const int64_t len = k->lens[s];
         reference(c, w, b.x + s * k->x_stride, b.cache0 + s * b.batch_stride, k->row_stride, len, b.cos, b.sin, yref,
                   newrow);
+        reference_contract(c, w, b.x + s * k->x_stride, b.cache0 + s * b.batch_stride, k->row_stride, len, b.cos, b.sin,
+                           ycon);
         char what[64];
-        snprintf(what, sizeof what, "y[%lld]", (long long)s);
-        double ms = 0;
-        for (int64_t j = 0; j < dim; j++) ms += yref[j] * yref[j];
-        const double atol = atol0 > 4e-2 * sqrt(ms / dim) ? atol0 : 4e-2 * sqrt(ms / dim);
+        double ms = 0, msc = 0;
+        for (int64_t j = 0; j < dim; j++) ms += yref[j] * yref[j], msc += ycon[j] * ycon[j];
+        const double atol = fmax(atol0, 8e-2 * sqrt(ms / dim)), atol_c = fmax(atol0, 3e-2 * sqrt(msc / dim));
+        snprintf(what, sizeof what, "y[%lld] (contract)", (long long)s);
+        c_misses += compare_close(what, yg, ycon, dim, atol_c, RTOL);
+        snprintf(what, sizeof what, "y[%lld] (exact)", (long long)s);
         misses += compare_close(what, yg, yref, dim, atol, RTOL);
         for (int64_t j = 0; j < dim; j++) err2 += (yg[j] - yref[j]) * (yg[j] - yref[j]), ref2 += yref[j] * yref[j];
+        for (int64_t j = 0; j < dim; j++) cerr2 += (yg[j] - ycon[j]) * (yg[j] - ycon[j]), cref2 += ycon[j] * ycon[j];
         /* the appended row: bf16 of the exact value, up to the rounding of fp32 sums and of rope_bf16 */
         const uint16_t *row = b.cache + s * b.batch_stride + len * k->row_stride;
         for (int64_t j = 0; j < RP; j++) {
@@ -259,9 +369,17 @@ static void run_case(const char *name, const mla_case *k, const weights *w, int 
     }
     CHECK(nan_rows == 0, "%s: %zu y elements with the wrong NaN state", name, nan_rows);
     CHECK(gap_miss == 0, "%s: %zu y stride-gap elements written", name, gap_miss);
-    CHECK(misses == 0, "%s: %zu y elements outside max(%g, 4e-2 rms(y_ref row)) + %g|y_ref|", name, misses, atol0, RTOL);
-    const double rel = ref2 > 0 ? sqrt(err2 / ref2) : 0;
-    CHECK(rel < 2e-2, "%s: relative Frobenius error %.3e", name, rel);
+    CHECK(c_misses == 0, "%s: %zu y elements outside max(%g, 3e-2 rms(row)) + %g|y_c| of the contract reference", name,
+          c_misses, atol0, RTOL);
+    CHECK(misses == 0, "%s: %zu y elements outside max(%g, 8e-2 rms(row)) + %g|y_ref| of the exact reference", name,
+          misses, atol0, RTOL);
+    /* Frobenius, whole case (15,000 random cases, 600 seeds, 2026-12-08): against the exact reference median 3.5e-3,
+     * worst 2.0e-2, so < 4e-2; against the contract median 1.7e-3 (mostly y's own bf16 rounding), worst 5.6e-3 (a
+     * one-sequence case with a flipped score), so < 1.2e-2. The contract's rounding points are pinned by the median
+     * over the random cases (random_cases). */
+    const double rel = ref2 > 0 ? sqrt(err2 / ref2) : 0, crel = cref2 > 0 ? sqrt(cerr2 / cref2) : 0;
+    CHECK(rel < 4e-2, "%s: relative Frobenius error %.3e against the exact reference", name, rel);
+    CHECK(crel < 1.2e-2, "%s: relative Frobenius error %.3e against the contract reference", name, crel);
     CHECK(cache_miss == 0, "%s: %zu appended cache elements off", name, cache_miss);
     CHECK(other == 0, "%s: %zu other cache elements changed", name, other);
     int64_t bad = -1;
@@ -280,10 +398,11 @@ static void run_case(const char *name, const mla_case *k, const weights *w, int 
           2 * n_bad);
     CHECK_OK(latte_mla_plan_bad_lengths(plan, &bad, 0, NULL));
     CHECK(bad == 0, "%s: bad-length counter %lld after reset", name, (long long)bad);
-    if (check_ref) printf("%s: rel err %.2e\n", name, rel);
-    free(y1), free(c1), free(yref), free(newrow), free(yg);
+    if (check_ref) printf("%s: rel err %.2e (contract %.2e)\n", name, rel, crel);
+    free(y1), free(c1), free(yref), free(ycon), free(newrow), free(yg);
     free_bufs(&b);
     CHECK_OK(latte_mla_plan_destroy(plan));
+    return check_ref && cref2 > 0 ? crel : -1;
 }
 
 static latte_mla_config small_config(void) {
@@ -301,7 +420,14 @@ static latte_mla_config small_config(void) {
     return c;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static void random_cases(int n) {
+    double *crel = malloc((size_t)n * sizeof(double));
+    int n_crel = 0;
     /* {x, cache} magnitudes. Scores grow with x*cache (old tokens) and x*x (the new token); above ~3 the
      * softmax turns bf16's 0.2% roundings of q into percent-level errors of p for any bf16 pipeline, so
      * the magnitudes keep the scores in the range real layers see. */
@@ -334,9 +460,21 @@ static void random_cases(int n) {
                  (long long)k.cfg.rope_dim, (long long)k.cfg.v_dim, (long long)k.cfg.n_heads, (double)k.cfg.softmax_scale,
                  k.cfg.key_convention ? "stored-rotated" : "rotated-at-read", (long long)k.batch, (long long)k.capacity,
                  (long long)k.max_cache_len, k.x_mag, k.cache_mag, k.rope_kind ? "fp32" : "bf16-ref");
-        run_case(name, &k, &w, 1);
+        crel[n_crel] = run_case(name, &k, &w, 1);
+        n_crel += crel[n_crel] >= 0;
         free_weights(&w);
     }
+    /* The contract's rounding points, pinned: the median over the cases of y's Frobenius error against the contract
+     * reference. Measured 2026-12-08 over 300 seeds: 1.59e-3 to 1.71e-3 for the backend; 2.25e-3 to 3.7e-3 when the
+     * contract reference leaves out any one of its roundings (lora, q, rope, q_lat, the score's second, p, o_lat, o),
+     * which stands for a backend that rounds elsewhere than it promises. */
+    qsort(crel, (size_t)n_crel, sizeof crel[0], cmp_double);
+    const double median = n_crel ? crel[n_crel / 2] : 0;
+    printf("random cases: median relative error against the contract reference %.3e over %d cases\n", median, n_crel);
+    CHECK(n_crel >= n / 2 && median < 2.0e-3,
+          "random cases: median relative error %.3e against the contract reference over %d cases (>= 2e-3: the backend "
+          "does not round where its contract says)", median, n_crel);
+    free(crel);
 }
 
 /* bad lengths: NaN row, no append, counted; the valid rows equal those of a run with valid lengths */
