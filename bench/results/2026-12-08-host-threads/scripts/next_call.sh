@@ -39,6 +39,9 @@ left 260 && run_test build-gpu gpu_qknorm gpu_qknorm 60
 left 240 && run_test build-gpu gpu_gemv gpu_gemv 60
 left 230 && run_test build-gpu gpu_q_absorb gpu_q_absorb 60
 grep -hE '^FAIL' $OUT/tests/*.log | head -8
+# gpu_mla's per-case relative Frobenius error against the CPU backend (new, printed only): its spread, for a median check
+grep -o 'rel Frobenius [0-9.e+-]*' $OUT/tests/gpu_mla.log 2>/dev/null | awk '{print $3}' | sort -g |
+  awk '{a[NR]=$1} END{if (NR) print "gpu_mla rel Frobenius vs CPU: n", NR, "min", a[1], "median", a[int((NR+1)/2)], "max", a[NR]}' 
 
 # 3. the oracle cross-check (LATTE_LIBRARY: this build)
 if left 200 && [ -f .carry/oracle/mla_oracle.py ]; then
