@@ -57,6 +57,25 @@ static void rope_d(const double *x, double *out, const uint16_t *cs, const uint1
     for (int64_t i = 0; i < P; i++) out[i] = x[i] * bf(cs[i]) + (i < half ? -x[i + half] : x[i - half]) * bf(sn[i]);
 }
 
+/* The keys of tokens 0..len of one sequence ([len+1][R+P]): the cache's rows below len, new_row at len; with
+ * `rotate`, each k_pe rotated by `rope` at its own position (tmp: P scratch) */
+typedef void (*rope_fn)(const double *x, double *out, const uint16_t *cs, const uint16_t *sn, int64_t P);
+static void gather_keys(double *keys, const uint16_t *seq, int64_t crs, int64_t len, const double *new_row, int64_t R,
+                        int64_t P, int rotate, rope_fn rope, const uint16_t *cos_tab, const uint16_t *sin_tab,
+                        double *tmp) {
+    for (int64_t t = 0; t <= len; t++) {
+        double *kt = keys + t * (R + P);
+        if (t < len)
+            for (int64_t r = 0; r < R + P; r++) kt[r] = bf(seq[t * crs + r]);
+        else
+            memcpy(kt, new_row, (R + P) * 8);
+        if (rotate) {
+            rope(kt + R, tmp, cos_tab + t * P, sin_tab + t * P, P);
+            memcpy(kt + R, tmp, P * 8);
+        }
+    }
+}
+
 /* One sequence, un-absorbed, float64. seq: the sequence's cache rows (row stride crs), len rows valid.
  * Writes y_ref [dim] and the expected appended row [R+P] (bf16 values: the stored format), then the
  * unrotated k_pe [P]. */
@@ -82,17 +101,7 @@ static void reference(const latte_mla_config *c, const weights *w, const uint16_
     }
     for (int64_t j = 0; j < H * qw; j++)
         for (int64_t k = 0; k < dq; k++) q[j] += ql[k] * bf(w->q_up[j * dq + k]);
-    for (int64_t t = 0; t < T; t++) {
-        double *kt = keys + t * (R + P);
-        if (t < len)
-            for (int64_t r = 0; r < R + P; r++) kt[r] = bf(seq[t * crs + r]);
-        else
-            memcpy(kt, newrow, (R + P) * 8);
-        if (!stored) {
-            rope_d(kt + R, tmp, cos_tab + t * P, sin_tab + t * P, P);
-            memcpy(kt + R, tmp, P * 8);
-        }
-    }
+    gather_keys(keys, seq, crs, len, newrow, R, P, !stored, rope_d, cos_tab, sin_tab, tmp);
     for (int64_t h = 0; h < H; h++) {
         const double *qn = q + h * qw;
         rope_d(q + h * qw + nope, qpe, cos_tab + len * P, sin_tab + len * P, P);
@@ -163,17 +172,7 @@ static void reference_contract(const latte_mla_config *c, const weights *w, cons
         rope_bf16_d(kv + R, pe, cos_tab + len * P, sin_tab + len * P, P);
         memcpy(kv + R, pe, P * 8);
     }
-    for (int64_t t = 0; t < T; t++) {
-        double *kt = keys + t * (R + P);
-        if (t < len)
-            for (int64_t r = 0; r < R + P; r++) kt[r] = bf(seq[t * crs + r]);
-        else
-            memcpy(kt, kv, (R + P) * 8);
-        if (!stored) {
-            rope_bf16_d(kt + R, pe, cos_tab + t * P, sin_tab + t * P, P);
-            memcpy(kt + R, pe, P * 8);
-        }
-    }
+    gather_keys(keys, seq, crs, len, kv, R, P, !stored, rope_bf16_d, cos_tab, sin_tab, pe);
     /* 3. q */
     for (int64_t j = 0; j < H * qw; j++) {
         double a = 0;
